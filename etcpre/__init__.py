@@ -1,0 +1,3 @@
+"""etc: a toolchain for Threaded-C (EARTH). The translator lives in `etcpre.passes`."""
+
+__version__ = "0.1.0"

@@ -1,0 +1,86 @@
+"""etcpre: translate Threaded-C to C (reference section 4)."""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+
+from etcpre.cli.common import run_main
+from etcpre.diagnostics import DiagnosticSink
+from etcpre.passes import parse
+from etcpre.source import SourceError, SourceFile
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # type: ignore[override]
+        self.exit(2, f"etcpre: error: {message}\n(try 'etcpre --help')\n")
+
+
+def _arg_parser() -> argparse.ArgumentParser:
+    ap = _Parser(
+        prog="etcpre",
+        description="Translate a Threaded-C file (.tc) to C.",
+    )
+    ap.add_argument("file", help="the .tc file to translate")
+    ap.add_argument("-o", dest="output", help="write the C output here (default: stdout)")
+    ap.add_argument(
+        "--syntax-tree",
+        action="store_true",
+        help="print the syntax tree as an S-expression and exit",
+    )
+    ap.add_argument("-D", dest="defines", action="append", default=[], metavar="NAME[=V]")
+    ap.add_argument("-U", dest="undefines", action="append", default=[], metavar="NAME")
+    ap.add_argument("-I", dest="includes", action="append", default=[], metavar="DIR")
+    return ap
+
+
+def _body(argv: list[str]) -> int:
+    opts = _arg_parser().parse_args(argv)
+    try:
+        source = SourceFile.load(opts.file)
+    except SourceError as exc:
+        sys.stderr.write(f"{exc}\n")
+        return 1
+    sink = DiagnosticSink()
+    if opts.syntax_tree:
+        result = parse.parse(source, sink)
+        if sink.has_errors:
+            sys.stderr.write(sink.render())
+            return 1
+        sys.stdout.write(format_sexp(str(result.root)) + "\n")
+        return 0
+    from etcpre import translate  # noqa: PLC0415 - libclang is only needed here
+
+    return translate.run(source, opts, sink)
+
+
+_SEXP_TOKEN = re.compile(r'\(|\)|"(?:[^"\\]|\\.)*"|[^\s()]+')
+
+
+def format_sexp(sexp: str) -> str:
+    """Indent an S-expression one node per line, fields beside their node."""
+    lines: list[str] = []
+    depth = 0
+    field = ""
+    for tok in _SEXP_TOKEN.findall(sexp):
+        if tok == "(":
+            lines.append("  " * depth + field + "(")
+            field = ""
+            depth += 1
+        elif tok == ")":
+            depth -= 1
+            lines[-1] += ")"
+        elif tok.endswith(":") and not tok.startswith('"'):
+            field = tok + " "
+        else:
+            lines[-1] += ("" if lines[-1].endswith("(") else " ") + tok
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    return run_main("etcpre", _body, argv)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
