@@ -1,0 +1,109 @@
+/* alloc.c: the memory of a node: free-list slow paths, queue growth.
+ *
+ * Frames and parameter frames come from per-size free lists (etc.h inline
+ * fast paths); only an empty list reaches malloc here. Blocks are carved from
+ * 64 KiB chunks so that a fresh list fills with few malloc calls. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/rts.h"
+
+etc_rts_t etc_rts;
+
+#define CHUNK_BYTES 65536
+
+void *etc_xmalloc(size_t n)
+{
+    void *p = malloc(n ? n : 1);
+    if (!p)
+        etc_fatal("out of memory (asked for %zu bytes)", n);
+    return p;
+}
+
+void *etc_xrealloc(void *p, size_t n)
+{
+    void *q = realloc(p, n ? n : 1);
+    if (!q)
+        etc_fatal("out of memory (asked for %zu bytes)", n);
+    return q;
+}
+
+void *etc_alloc_slow(size_t size)
+{
+    size_t c = (size + ETC_FREE_GRAIN - 1) / ETC_FREE_GRAIN;
+    if (c == 0)
+        c = 1;
+    if (c >= ETC_FREE_CLASSES)
+        return etc_xmalloc(size);
+    /* Refill class c from a fresh chunk; keep one block for the caller. The
+     * chunks live as long as the node (frames are recycled, never returned). */
+    size_t bytes = c * ETC_FREE_GRAIN;
+    size_t count = CHUNK_BYTES / bytes;
+    char *chunk = etc_xmalloc(count * bytes);
+    for (size_t i = 1; i + 1 < count; i++)
+        ((etc_free_block *)(chunk + i * bytes))->next = (etc_free_block *)(chunk + (i + 1) * bytes);
+    if (count > 1) {
+        ((etc_free_block *)(chunk + (count - 1) * bytes))->next = etc_rts.free[c];
+        etc_rts.free[c] = (etc_free_block *)(chunk + bytes);
+    }
+    return chunk;
+}
+
+void etc_free_slow(void *p, size_t size)
+{
+    (void)size;
+    free(p);
+}
+
+void etc_rq_grow(void)
+{
+    etc_rq *q = &etc_rts.rq;
+    size_t n = q->mask + 1, len = q->tail - q->head;
+    etc_closure *buf = etc_xmalloc(2 * n * sizeof *buf);
+    for (size_t i = 0; i < len; i++)
+        buf[i] = q->buf[(q->head + i) & q->mask];
+    free(q->buf);
+    q->buf = buf;
+    q->mask = 2 * n - 1;
+    q->head = 0;
+    q->tail = len;
+}
+
+void etc_tq_grow(void)
+{
+    etc_tq *q = &etc_rts.tq;
+    size_t n = q->mask + 1, len = q->tail - q->head;
+    etc_tok *buf = etc_xmalloc(2 * n * sizeof *buf);
+    for (size_t i = 0; i < len; i++)
+        buf[i] = q->buf[(q->head + i) & q->mask];
+    free(q->buf);
+    q->buf = buf;
+    q->mask = 2 * n - 1;
+    q->head = 0;
+    q->tail = len;
+}
+
+void etc_tq_push_head(etc_tok t)
+{
+    etc_tq *q = &etc_rts.tq;
+    if (q->tail - q->head > q->mask)
+        etc_tq_grow();
+    q->buf[--q->head & q->mask] = t;
+}
+
+int etc_tq_pop_head(etc_tok *out)
+{
+    etc_tq *q = &etc_rts.tq;
+    if (q->head == q->tail)
+        return 0;
+    *out = q->buf[q->head++ & q->mask];
+    return 1;
+}
+
+void etc_alloc_init(void)
+{
+    etc_rts.rq.mask = 255;
+    etc_rts.rq.buf = etc_xmalloc(256 * sizeof *etc_rts.rq.buf);
+    etc_rts.tq.mask = 255;
+    etc_rts.tq.buf = etc_xmalloc(256 * sizeof *etc_rts.tq.buf);
+}

@@ -1,0 +1,112 @@
+/* check.c: the checking build (etcc -g, -DETC_CHECK). Silent misuse becomes an
+ * `etc: error:` naming the threaded function and the .tc line (generated code
+ * passes __FILE__/__LINE__, which its #line directives map to the .tc file):
+ *   - a slot number out of range;
+ *   - a direct dereference of a GLOBAL pointer owned by another node;
+ *   - a frame used after END_FUNCTION/RETURN freed it (freed frames are kept
+ *     in a quarantine for a while, so their memory is not reused at once);
+ *   - a slot signalled more often than it can absorb (its count is already 0
+ *     with nothing to reset it to), or before INIT_SYNC.
+ * In the normal build none of this is compiled. */
+#ifdef ETC_CHECK
+#include <stdio.h>
+#include <string.h>
+
+#include "core/rts.h"
+
+#define DEAD 0x44454144u /* "DEAD" */
+#define QUARANTINE 4096
+
+static const char *fname_of(const etc_frame_hdr *h)
+{
+    return h && h->fname ? h->fname : "?";
+}
+
+void etc_check_fail(const char *fname, const char *file, int line, const char *fmt, ...)
+{
+    char msg[768];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    if (file && line > 0)
+        etc_fatal("%s:%d: in threaded function '%s': %s", file, line, fname, msg);
+    etc_fatal("in threaded function '%s': %s", fname, msg);
+}
+
+long etc_check_slot(long index, int nslots, const char *fname, const char *file, int line)
+{
+    if (index < 0 || index >= nslots)
+        etc_check_fail(fname, file, line, "sync slot %ld is out of range (SYNC_SLOTS[%d]: slots 0 to %d)",
+                       index, nslots, nslots - 1);
+    return index;
+}
+
+void *etc_check_deref(const void *g, const char *fname, const char *file, int line)
+{
+    if (!etc_is_local(g))
+        etc_check_fail(fname, file, line,
+                       "direct dereference of a GLOBAL pointer to node %d from node %d "
+                       "(read or write remote data with GET_SYNC, DATA_SYNC or BLKMOV)",
+                       etc_owner_of(g), etc_rts.node_id);
+    if (etc_addr(g) == NULL)
+        etc_check_fail(fname, file, line, "dereference of a null GLOBAL pointer");
+    return etc_addr(g);
+}
+
+static etc_slot *slots_of(etc_frame_hdr *h)
+{
+    return (etc_slot *)(h + 1);
+}
+
+void etc_check_signal(const etc_slot *s, const char *what, const char *file, int line)
+{
+    if (!s)
+        etc_check_fail("?", file, line, "%s of a null sync slot pointer", what);
+    etc_frame_hdr *h = s->fp;
+    if (!s->ip || !h)
+        etc_check_fail("?", file, line, "%s of a sync slot that INIT_SYNC never initialised", what);
+    long k = (long)(s - slots_of(h));
+    if (h->magic == DEAD)
+        etc_check_fail(fname_of(h), file, line,
+                       "%s of sync slot %ld after END_FUNCTION/RETURN freed the frame", what, k);
+    if (h->magic != ETC_FRAME_LIVE)
+        etc_check_fail("?", file, line, "%s of something that is not a sync slot", what);
+    int incr = strncmp(what, "INCR", 4) == 0; /* INCR_SYNC may re-arm a slot at 0 */
+    if (s->cnt <= 0 && !incr)
+        etc_check_fail(fname_of(h), file, line,
+                       "sync slot %ld signalled more times than it can absorb (count %d, "
+                       "reset %d)", k, s->cnt, s->rst);
+}
+
+void etc_check_frame_free(void *fp, size_t size)
+{
+    etc_frame_hdr *h = fp;
+    etc_node_private *p = etc_rts.priv;
+    if (h->magic == DEAD)
+        etc_check_fail(fname_of(h), NULL, 0, "frame freed twice (END_FUNCTION/RETURN after the end)");
+    h->magic = DEAD;
+    if (!p->check_quarantine) {
+        p->check_quarantine = etc_xmalloc(QUARANTINE * sizeof *p->check_quarantine);
+        p->check_quarantine_size = etc_xmalloc(QUARANTINE * sizeof *p->check_quarantine_size);
+    }
+    int i = p->check_quarantine_next;
+    if (p->check_quarantine_n == QUARANTINE)
+        etc_block_free(p->check_quarantine[i], p->check_quarantine_size[i]);
+    else
+        p->check_quarantine_n++;
+    p->check_quarantine[i] = fp;
+    p->check_quarantine_size[i] = size;
+    p->check_quarantine_next = (i + 1) % QUARANTINE;
+}
+
+void etc_check_dispatch(const etc_closure *c)
+{
+    if (!c->framed)
+        return;
+    const etc_frame_hdr *h = c->fp;
+    if (h->magic == DEAD)
+        etc_check_fail(fname_of(h), NULL, 0,
+                       "a thread became ready after END_FUNCTION/RETURN freed its frame");
+}
+#endif

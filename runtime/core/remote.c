@@ -1,0 +1,298 @@
+/* remote.c: operations that reach another node, and their message handlers.
+ *
+ * Every remote operation is an active message to the node that owns the
+ * address it names (thesis 2.3.5-2.3.6): the handler runs there at its next
+ * poll. Split-phase transfers signal their sync slot once the data is in
+ * place; where the slot lives on a third node, the handler sends it a SYNC.
+ * Block moves use the network layer's single-copy path where it has one and
+ * otherwise travel as PUT pieces, the last one carrying the signal (messages
+ * between two nodes arrive in order). */
+#include <string.h>
+
+#include "core/rts.h"
+
+typedef struct {
+    uint64_t slot;
+} msg_sync;
+
+typedef struct {
+    uint64_t slot;
+    int64_t v;
+} msg_incr;
+
+typedef struct {
+    uint64_t fp, ip;
+} msg_spawn;
+
+typedef struct {
+    uint64_t dest, slot;
+    uint64_t size;
+    unsigned char bytes[8];
+} msg_data;
+
+typedef struct {
+    uint64_t src, dest, slot;
+    uint64_t size;
+} msg_get;
+
+typedef struct {
+    uint64_t dest, slot, n;
+} msg_put;
+
+typedef struct {
+    uint64_t src, dest, slot, n;
+} msg_blkget;
+
+typedef struct {
+    uint64_t fn, size;
+} msg_invoke;
+
+#define U64(p) ((uint64_t)(uintptr_t)(p))
+#define PTR(u) ((void *)(uintptr_t)(u))
+
+void etc_send(int dest, int type, const void *a, size_t alen, const void *b, size_t blen)
+{
+    if (type <= ETC_M_LAST_WORK)
+        etc_term_work_sent();
+    if (dest < 0 || dest >= etc_rts.num_nodes)
+        etc_fatal("a GLOBAL address names node %d, but the run has %d node%s", dest,
+                  etc_rts.num_nodes, etc_rts.num_nodes == 1 ? "" : "s");
+    etc_net_send(dest, type, a, alen, b, blen);
+}
+
+static void send_comm(int dest, int type, const void *a, size_t alen, const void *b,
+                      size_t blen)
+{
+    ETC_PROF_ADD(remote_comms, 1);
+    etc_send(dest, type, a, alen, b, blen);
+}
+
+/* Signals a slot named by a GLOBAL pointer, wherever it is. */
+static void signal(etc_slot *g)
+{
+    if (!g)
+        return;
+    if (etc_is_local(g)) {
+        etc_slot *s = etc_addr(g);
+#ifdef ETC_CHECK
+        etc_check_signal(s, "a transfer's sync", "(runtime)", 0);
+#endif
+        etc_sync_local(s);
+    } else {
+        etc_rsync_remote(g);
+    }
+}
+
+/* ---------------------------------------------------------------- senders */
+
+void etc_rsync_remote(etc_slot *g)
+{
+    msg_sync m = {U64(etc_addr(g))};
+    send_comm(etc_owner_of(g), ETC_M_SYNC, &m, sizeof m, NULL, 0);
+}
+
+void etc_incr_rsync_remote(etc_slot *g, int v)
+{
+    msg_incr m = {U64(etc_addr(g)), v};
+    send_comm(etc_owner_of(g), ETC_M_INCR, &m, sizeof m, NULL, 0);
+}
+
+void etc_rspawn_remote(void *g, etc_thread ip)
+{
+    msg_spawn m = {U64(etc_addr(g)), U64(ip)};
+    send_comm(etc_owner_of(g), ETC_M_SPAWN, &m, sizeof m, NULL, 0);
+}
+
+void etc_data_remote(void *dest, const void *value, size_t size, etc_slot *slot)
+{
+    if (etc_is_local(dest)) { /* the data is here; only the slot is remote */
+        memcpy(etc_addr(dest), value, size);
+        signal(slot);
+        return;
+    }
+    msg_data m = {U64(etc_addr(dest)), U64(slot), size, {0}};
+    memcpy(m.bytes, value, size);
+    send_comm(etc_owner_of(dest), ETC_M_DATA, &m, sizeof m, NULL, 0);
+}
+
+void etc_get_remote(const void *src, void *dest, size_t size, etc_slot *slot)
+{
+    if (etc_is_local(src)) {
+        unsigned char v[8];
+        memcpy(v, etc_addr(src), size);
+        etc_data_remote(dest, v, size, slot);
+        return;
+    }
+    msg_get m = {U64(etc_addr(src)), U64(dest), U64(slot), size};
+    send_comm(etc_owner_of(src), ETC_M_GET, &m, sizeof m, NULL, 0);
+}
+
+void etc_invoke_remote(int node, etc_thread fn, void *pp, size_t size)
+{
+    msg_invoke m = {U64(fn), size};
+    etc_send(node, ETC_M_INVOKE, &m, sizeof m, pp, size);
+    etc_block_free(pp, size);
+}
+
+/* Bytes at local `src` to `dest` on another node, then signal `slot`. */
+static void put_bytes(const void *src, void *dest, size_t n, etc_slot *slot)
+{
+    int owner = etc_owner_of(dest);
+    if (n && etc_net_write_remote(owner, etc_addr(dest), src, n) == 0) {
+        ETC_PROF_ADD(remote_comms, 1);
+        signal(slot);
+        return;
+    }
+    size_t piece = etc_net_max_message() - sizeof(msg_put);
+    const char *s = src;
+    uint64_t d = U64(etc_addr(dest));
+    do {
+        size_t k = n < piece ? n : piece;
+        msg_put m = {d, k == n ? U64(slot) : 0, k};
+        send_comm(owner, ETC_M_PUT, &m, sizeof m, s, k);
+        s += k;
+        d += k;
+        n -= k;
+    } while (n);
+}
+
+void etc_blkmov_sync(const void *src, void *dest, long n, etc_slot *slot)
+{
+    if (n < 0)
+        etc_fatal("BLKMOV of a negative length (%ld bytes)", n);
+    if (etc_is_local(src)) {
+        if (etc_is_local(dest)) {
+            memmove(etc_addr(dest), etc_addr(src), (size_t)n);
+            signal(slot);
+        } else {
+            put_bytes(etc_addr(src), dest, (size_t)n, slot);
+        }
+        return;
+    }
+    if (etc_is_local(dest) && n &&
+        etc_net_read_remote(etc_owner_of(src), etc_addr(dest), etc_addr(src), (size_t)n) == 0) {
+        ETC_PROF_ADD(remote_comms, 1);
+        signal(slot);
+        return;
+    }
+    msg_blkget m = {U64(etc_addr(src)), U64(dest), U64(slot), (uint64_t)n};
+    send_comm(etc_owner_of(src), ETC_M_BLKGET, &m, sizeof m, NULL, 0);
+}
+
+/* ---------------------------------------------------------------- handlers */
+
+static void bad_message(int src, int type, size_t len)
+{
+    etc_fatal("malformed message (type %d, %zu bytes) from node %d", type, len, src);
+}
+
+void etc_handle_work(int src, int type, const void *body, size_t len)
+{
+    switch (type) {
+    case ETC_M_SYNC: {
+        msg_sync m;
+        if (len != sizeof m)
+            bad_message(src, type, len);
+        memcpy(&m, body, sizeof m);
+#ifdef ETC_CHECK
+        etc_check_signal(PTR(m.slot), "RSYNC from another node", "(runtime)", 0);
+#endif
+        etc_sync_local(PTR(m.slot));
+        break;
+    }
+    case ETC_M_INCR: {
+        msg_incr m;
+        if (len != sizeof m)
+            bad_message(src, type, len);
+        memcpy(&m, body, sizeof m);
+#ifdef ETC_CHECK
+        etc_check_signal(PTR(m.slot), "INCR_RSYNC from another node", "(runtime)", 0);
+#endif
+        etc_incr_sync_local(PTR(m.slot), (int)m.v);
+        break;
+    }
+    case ETC_M_SPAWN: {
+        msg_spawn m;
+        if (len != sizeof m)
+            bad_message(src, type, len);
+        memcpy(&m, body, sizeof m);
+        etc_rq_push((etc_thread)PTR(m.ip), PTR(m.fp), 1);
+        break;
+    }
+    case ETC_M_DATA: {
+        msg_data m;
+        if (len != sizeof m)
+            bad_message(src, type, len);
+        memcpy(&m, body, sizeof m);
+        if (m.size > sizeof m.bytes)
+            bad_message(src, type, len);
+        memcpy(PTR(m.dest), m.bytes, m.size);
+        signal(PTR(m.slot));
+        break;
+    }
+    case ETC_M_GET: {
+        msg_get m;
+        if (len != sizeof m)
+            bad_message(src, type, len);
+        memcpy(&m, body, sizeof m);
+        if (m.size > 8)
+            bad_message(src, type, len);
+        unsigned char v[8];
+        memcpy(v, PTR(m.src), m.size);
+        etc_data_remote(PTR(m.dest), v, m.size, PTR(m.slot));
+        break;
+    }
+    case ETC_M_PUT: {
+        msg_put m;
+        if (len < sizeof m)
+            bad_message(src, type, len);
+        memcpy(&m, body, sizeof m);
+        if (m.n != len - sizeof m)
+            bad_message(src, type, len);
+        memcpy(PTR(m.dest), (const char *)body + sizeof m, m.n);
+        signal(PTR(m.slot));
+        break;
+    }
+    case ETC_M_BLKGET: {
+        msg_blkget m;
+        if (len != sizeof m)
+            bad_message(src, type, len);
+        memcpy(&m, body, sizeof m);
+        etc_blkmov_sync(PTR(m.src), PTR(m.dest), (long)m.n, PTR(m.slot));
+        break;
+    }
+    case ETC_M_INVOKE: {
+        msg_invoke m;
+        if (len < sizeof m)
+            bad_message(src, type, len);
+        memcpy(&m, body, sizeof m);
+        if (m.size != len - sizeof m)
+            bad_message(src, type, len);
+        void *pp = etc_frame_alloc(m.size);
+        memcpy(pp, (const char *)body + sizeof m, m.size);
+        etc_rq_push((etc_thread)PTR(m.fn), pp, 0);
+        break;
+    }
+    case ETC_M_TOKEN:
+        etc_balance_token_message(src, body, len);
+        break;
+    default:
+        bad_message(src, type, len);
+    }
+}
+
+void etc_deliver(int src, int type, const void *body, size_t len)
+{
+    if (type >= ETC_M_SYNC && type <= ETC_M_LAST_WORK) {
+        etc_term_work_received();
+        etc_handle_work(src, type, body, len);
+    } else if (type >= ETC_M_TERM_PROBE && type <= ETC_M_TERM_EXIT) {
+        etc_term_message(src, type, body, len);
+    } else if (type == ETC_M_PROF) {
+        etc_prof_message(src, body, len);
+    } else if (type >= ETC_LB_MSG && type < ETC_LB_MSG + ETC_LB_MSG_COUNT) {
+        etc_rts.priv->lb->message(src, type, body, len);
+    } else {
+        bad_message(src, type, len);
+    }
+}

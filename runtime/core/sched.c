@@ -1,0 +1,211 @@
+/* sched.c: a node's life: start-up, the scheduler loop, idleness, the end.
+ *
+ * The scheduler runs enabled threads from the ready queue in FIFO order; when
+ * it is empty it expands the newest token (LIFO, thesis 2.3.2); when both are
+ * empty the node is idle: it polls the network, lets the balancer look for
+ * work, takes part in termination detection and, after a short spin, blocks
+ * in the network layer until a message arrives. */
+#include <errno.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "core/rts.h"
+
+/* etcc -lb NAME links a strong definition of this; the library's is empty. */
+__attribute__((weak)) const char etc_default_lb[] = "";
+
+#ifdef ETC_CHECK
+const char etc_abi_check = 1;
+#else
+const char etc_abi_plain = 1;
+#endif
+
+static etc_node_private node_private;
+
+double etc_time(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+uintptr_t etc_make_tag(int node)
+{
+#ifdef ETC_CHECK
+    if (node < 0 || node >= etc_rts.num_nodes)
+        etc_fatal("MAKE_GPTR: node %d does not exist (the run has %d node%s)", node,
+                  etc_rts.num_nodes, etc_rts.num_nodes == 1 ? "" : "s");
+#endif
+    return ETC_GTAG(node);
+}
+
+/* Between two threads: messages in, and the sender-initiated balancers. */
+void etc_boundary(void)
+{
+    if (etc_rts.num_nodes > 1) {
+        etc_net_poll();
+        if (etc_rts.priv->lb->boundary)
+            etc_rts.priv->lb->boundary();
+    }
+}
+
+void etc_poll(void)
+{
+    if (etc_rts.num_nodes > 1) {
+        etc_net_poll();
+        etc_net_flush();
+    }
+}
+
+/* CALL: the callee's thread 0 runs at once, on this node (Fig. 2.16). */
+void etc_call(etc_thread fn, void *pp)
+{
+    fn(pp);
+}
+
+static int spin_limit(void)
+{
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    /* With more nodes than cores a spinning node steals the core of a busy one:
+     * block almost at once. */
+    return etc_rts.num_nodes > cpus ? 4 : 2000;
+}
+
+/* Returns 1 when the run is over. */
+static int idle(int spins_max)
+{
+    etc_node_private *p = etc_rts.priv;
+    if (etc_rts.num_nodes == 1)
+        return 1; /* nothing can arrive: the node, and so the run, is quiescent */
+    double t0 = etc_time();
+    int spins = 0, over = 0;
+    uint64_t tokens_before = etc_rts.prof.tokens_received;
+    etc_term_enter_idle();
+    for (;;) {
+        int got = etc_net_poll();
+        if (etc_work_here())
+            break;
+        double wait = etc_balance_idle();
+        etc_term_idle_step();
+        etc_net_flush();
+        if (p->term.over) {
+            over = 1;
+            break;
+        }
+        if (etc_work_here())
+            break;
+        if (got) {
+            spins = 0;
+            continue;
+        }
+        if (++spins < spins_max) {
+            if (spins_max < 100)
+                sched_yield();
+            continue;
+        }
+        double due = etc_term_wait_hint();
+        if (due >= 0 && (wait < 0 || due < wait))
+            wait = due;
+        etc_net_wait(wait);
+        spins = spins_max / 2;
+    }
+    etc_term_leave_idle();
+#ifdef ETC_PROF
+    double dt = etc_time() - t0;
+    if (!over) {
+        etc_rts.prof.idle_periods++;
+        etc_rts.prof.idle_time += dt;
+        if (etc_rts.prof.tokens_received != tokens_before) {
+            etc_rts.prof.balancer_idle_periods++;
+            etc_rts.prof.balancer_idle_time += dt;
+        }
+    }
+#else
+    (void)t0;
+    (void)tokens_before;
+#endif
+    return over;
+}
+
+static void run(void)
+{
+    etc_rq *rq = &etc_rts.rq;
+    etc_tq *tq = &etc_rts.tq;
+    int spins_max = spin_limit();
+    for (;;) {
+        if (rq->head != rq->tail) {
+            etc_closure c = rq->buf[rq->head++ & rq->mask];
+#ifdef ETC_CHECK
+            etc_check_dispatch(&c);
+#endif
+            ETC_PROF_ADD(threads_run, 1);
+            c.ip(c.fp);
+            etc_boundary();
+        } else if (tq->head != tq->tail) {
+            etc_tok t = tq->buf[--tq->tail & tq->mask];
+            ETC_PROF_ADD(threads_run, 1);
+            ETC_PROF_ADD(tokens_consumed, 1);
+            ETC_PROF_ADD(tokens_consumed_local, !t.remote);
+            t.fn(t.pp);
+            etc_boundary();
+        } else if (idle(spins_max)) {
+            return;
+        }
+    }
+}
+
+static int env_nodes(void)
+{
+    const char *s = getenv("ETC_NODES");
+    if (!s || !*s)
+        return 0;
+    char *end;
+    errno = 0;
+    long n = strtol(s, &end, 10);
+    if (errno || *end || n < 1 || n > ETC_MAX_NODES)
+        etc_die("ETC_NODES='%s' is not a node count (1 to %d)", s, ETC_MAX_NODES);
+    return (int)n;
+}
+
+static const char *lb_name(void)
+{
+    const char *s = getenv("ETC_LB");
+    if (s && *s)
+        return s;
+    return etc_default_lb;
+}
+
+int main(int argc, char **argv)
+{
+    int want = env_nodes();
+    const char *lb = lb_name();
+    if (*lb && !etc_lb_find(lb)) {
+        fprintf(stderr, "etc: error: unknown load balancer '%s'; valid ones:", lb);
+        for (const etc_lb_ops *const *o = etc_lb_all; *o; o++)
+            fprintf(stderr, " %s", (*o)->name);
+        fprintf(stderr, "\n");
+        return 2;
+    }
+    int id = 0, n = 1;
+    etc_net_start(want, &id, &n);
+    etc_rts.node_id = id;
+    etc_rts.num_nodes = n;
+    etc_rts.gtag = ETC_GTAG(id);
+    etc_rts.priv = &node_private;
+#ifdef ETC_PROF
+    node_private.prof_enabled = 1;
+#endif
+    etc_alloc_init();
+    etc_balance_init(*lb ? lb : (n == 1 ? "nop" : "spn"));
+    node_private.start_time = etc_time();
+    if (id == 0)
+        etc_user_main(argc, argv);
+    run();
+    etc_rts.prof.elapsed = etc_time() - node_private.start_time;
+    etc_prof_finish();
+    etc_net_finish();
+}

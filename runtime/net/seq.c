@@ -1,0 +1,80 @@
+/* seq.c: the sequential network layer: one node, so no message is ever sent
+ * (the core handles every local operation without the network). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "core/rts.h"
+
+const char etc_net_name[] = "seq";
+
+/* etcrun finds the target of a program by this marker. */
+__attribute__((used)) static const char marker[] = "@(#)etc-program target=seq";
+
+void etc_net_start(int want, int *node_id, int *num_nodes)
+{
+    if (want > 1)
+        etc_die("this program was built for the seq target, which runs on 1 node, not %d "
+                "(rebuild with etcc -target smp or -target tcp)", want);
+    *node_id = 0;
+    *num_nodes = 1;
+}
+
+void etc_net_send(int dest, int type, const void *a, size_t alen, const void *b, size_t blen)
+{
+    (void)a;
+    (void)alen;
+    (void)b;
+    (void)blen;
+    etc_fatal("message of type %d to node %d on the seq target", type, dest);
+}
+
+int etc_net_poll(void)
+{
+    return 0;
+}
+
+void etc_net_flush(void)
+{
+}
+
+void etc_net_wait(double seconds)
+{
+    (void)seconds;
+}
+
+int etc_net_read_remote(int node, void *local_dst, const void *remote_src, size_t n)
+{
+    (void)node;
+    (void)local_dst;
+    (void)remote_src;
+    (void)n;
+    return -1;
+}
+
+int etc_net_write_remote(int node, void *remote_dst, const void *local_src, size_t n)
+{
+    (void)node;
+    (void)remote_dst;
+    (void)local_src;
+    (void)n;
+    return -1;
+}
+
+size_t etc_net_max_message(void)
+{
+    return 1 << 16;
+}
+
+void etc_net_finish(void)
+{
+    fflush(stdout);
+    fflush(stderr);
+    exit(0);
+}
+
+void etc_net_abort(void)
+{
+    fflush(stdout);
+    _exit(1);
+}

@@ -1,0 +1,734 @@
+/* smp.c: the shared-memory network layer: N node processes on one machine.
+ *
+ * Nodes are processes forked from the program's own process, which stays
+ * behind as the supervisor. Forking gives every node its own copy of the C
+ * globals at the same address (distributed-memory semantics, exactly). The
+ * supervisor reaps the nodes and
+ * ends the run when one fails (a crash, exit() or abort() in user code, a
+ * fatal runtime error) or on SIGINT/SIGTERM: every node is killed, nothing is
+ * left behind (the shared memory is anonymous, so no /dev/shm entry exists).
+ *
+ * Messages travel through one single-producer single-consumer ring per
+ * ordered pair of nodes in a MAP_SHARED region: no system call per message.
+ * A full ring spills into a private overflow queue (a sender never blocks),
+ * drained at the next poll, which keeps per-pair order. Idle nodes spin
+ * briefly and then sleep on a futex; a sender wakes a sleeping receiver.
+ * Block moves read or write the other node's memory once with
+ * process_vm_readv/writev where the kernel allows it.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <linux/futex.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "core/rts.h"
+
+const char etc_net_name[] = "smp";
+__attribute__((used)) static const char marker[] = "@(#)etc-program target=smp";
+
+#define SMP_MAX_NODES 1024
+#define LINE 64
+
+typedef struct {
+    _Alignas(LINE) _Atomic uint64_t head; /* written by the producer */
+    _Alignas(LINE) _Atomic uint64_t tail; /* written by the consumer */
+} ring_ctl;
+
+typedef struct {
+    _Alignas(LINE) _Atomic uint32_t futex; /* bumped by a waker */
+    _Atomic int32_t sleeping;
+    _Atomic int32_t finished; /* ended normally */
+    _Atomic int32_t reported; /* printed its own fatal error */
+    _Atomic int32_t pid;
+} node_ctl;
+
+/* A record in a ring: header, body, padding to 8 bytes. */
+typedef struct {
+    uint32_t len;
+    uint16_t type;
+    uint16_t flags;
+} rec_hdr;
+
+#define REC_PAD 0xFFFF  /* skip to the start of the ring */
+#define FRAG_FIRST 1    /* body starts with the uint64_t length of the whole */
+#define FRAG_PART 2     /* a piece of a fragmented message */
+#define FRAG_LAST 4
+
+typedef struct ovf {
+    struct ovf *next;
+    int type, flags;
+    size_t len;
+    unsigned char body[];
+} ovf;
+
+typedef struct {
+    unsigned char *buf;
+    size_t len, have;
+    int type;
+} reasm;
+
+typedef struct {
+    const void *p;
+    size_t n;
+} piece;
+
+static struct {
+    int me, n;
+    size_t rbytes;     /* bytes of one ring */
+    size_t max_record; /* largest body written in one record */
+    node_ctl *ctl;     /* n entries */
+    ring_ctl *rings;   /* n * n entries, [src * n + dest] */
+    unsigned char *data;
+    uint64_t *out_head, *out_tail; /* producer's view, per destination */
+    uint64_t *in_tail;             /* consumer's view, per source */
+    ovf **ovf_head, **ovf_tail;
+    int ovf_pending;
+    reasm *asm_;
+    int polling;
+    int direct; /* 1: process_vm_* works, 0: unknown, -1: not allowed */
+} S;
+
+static size_t round8(size_t n)
+{
+    return (n + 7) & ~(size_t)7;
+}
+
+static ring_ctl *ring(int src, int dest)
+{
+    return &S.rings[(size_t)src * (size_t)S.n + (size_t)dest];
+}
+
+static unsigned char *ring_data(int src, int dest)
+{
+    return S.data + ((size_t)src * (size_t)S.n + (size_t)dest) * S.rbytes;
+}
+
+static long futex(_Atomic uint32_t *addr, int op, uint32_t val, const struct timespec *ts)
+{
+    return syscall(SYS_futex, (uint32_t *)addr, op, val, ts, NULL, 0);
+}
+
+/* ---------------------------------------------------------------- sending */
+
+static void wake(int dest)
+{
+    /* Pairs with the fence in etc_net_wait: either the sleeper sees our record
+     * or we see it sleeping. */
+    atomic_thread_fence(memory_order_seq_cst);
+    node_ctl *c = &S.ctl[dest];
+    if (atomic_load_explicit(&c->sleeping, memory_order_relaxed)) {
+        atomic_fetch_add_explicit(&c->futex, 1, memory_order_relaxed);
+        futex(&c->futex, FUTEX_WAKE, 1, NULL);
+    }
+}
+
+static int ring_write(int dest, int type, int flags, const piece *pc, int npc, size_t len)
+{
+    size_t total = sizeof(rec_hdr) + round8(len);
+    uint64_t head = S.out_head[dest];
+    size_t pos = (size_t)(head % S.rbytes);
+    size_t to_end = S.rbytes - pos;
+    size_t need = total + (to_end < total ? to_end : 0);
+    ring_ctl *r = ring(S.me, dest);
+    if (need > S.rbytes - (head - S.out_tail[dest])) {
+        S.out_tail[dest] = atomic_load_explicit(&r->tail, memory_order_acquire);
+        if (need > S.rbytes - (head - S.out_tail[dest]))
+            return 0;
+    }
+    unsigned char *base = ring_data(S.me, dest);
+    if (to_end < total) {
+        rec_hdr pad = {0, REC_PAD, 0};
+        memcpy(base + pos, &pad, sizeof pad);
+        head += to_end;
+        pos = 0;
+    }
+    rec_hdr h = {(uint32_t)len, (uint16_t)type, (uint16_t)flags};
+    unsigned char *d = base + pos;
+    memcpy(d, &h, sizeof h);
+    d += sizeof h;
+    for (int i = 0; i < npc; i++) {
+        if (pc[i].n)
+            memcpy(d, pc[i].p, pc[i].n);
+        d += pc[i].n;
+    }
+    head += total;
+    S.out_head[dest] = head;
+    atomic_store_explicit(&r->head, head, memory_order_release);
+    return 1;
+}
+
+static void ovf_append(int dest, int type, int flags, const piece *pc, int npc, size_t len)
+{
+    ovf *o = etc_xmalloc(sizeof *o + len);
+    o->next = NULL;
+    o->type = type;
+    o->flags = flags;
+    o->len = len;
+    unsigned char *d = o->body;
+    for (int i = 0; i < npc; i++) {
+        if (pc[i].n)
+            memcpy(d, pc[i].p, pc[i].n);
+        d += pc[i].n;
+    }
+    if (S.ovf_tail[dest])
+        S.ovf_tail[dest]->next = o;
+    else
+        S.ovf_head[dest] = o;
+    S.ovf_tail[dest] = o;
+    S.ovf_pending = 1;
+}
+
+/* Moves queued overflow into the rings; returns 1 if some is still queued. */
+static int ovf_flush(void)
+{
+    if (!S.ovf_pending)
+        return 0;
+    int left = 0;
+    for (int d = 0; d < S.n; d++) {
+        int wrote = 0;
+        while (S.ovf_head[d]) {
+            ovf *o = S.ovf_head[d];
+            piece p = {o->body, o->len};
+            if (!ring_write(d, o->type, o->flags, &p, 1, o->len))
+                break;
+            wrote = 1;
+            S.ovf_head[d] = o->next;
+            if (!S.ovf_head[d])
+                S.ovf_tail[d] = NULL;
+            free(o);
+        }
+        if (wrote)
+            wake(d);
+        left |= S.ovf_head[d] != NULL;
+    }
+    S.ovf_pending = left;
+    return left;
+}
+
+static void send_record(int dest, int type, int flags, const piece *pc, int npc, size_t len)
+{
+    if (S.ovf_head[dest] && ovf_flush() && S.ovf_head[dest]) {
+        ovf_append(dest, type, flags, pc, npc, len); /* keep the order */
+        return;
+    }
+    if (ring_write(dest, type, flags, pc, npc, len))
+        wake(dest);
+    else
+        ovf_append(dest, type, flags, pc, npc, len);
+}
+
+void etc_net_send(int dest, int type, const void *a, size_t alen, const void *b, size_t blen)
+{
+    size_t len = alen + blen;
+    if (len <= S.max_record) {
+        piece pc[2] = {{a, alen}, {b, blen}};
+        send_record(dest, type, 0, pc, 2, len);
+        return;
+    }
+    /* Fragment: pieces of the concatenation a|b, in order in one ring. */
+    uint64_t whole = len;
+    size_t off = 0;
+    int first = 1;
+    while (off < len) {
+        piece pc[3];
+        int np = 0;
+        size_t room = S.max_record - (first ? sizeof whole : 0);
+        size_t k = len - off < room ? len - off : room;
+        size_t body = k;
+        if (first) {
+            pc[np++] = (piece){&whole, sizeof whole};
+            body += sizeof whole;
+        }
+        size_t from = off, left = k;
+        if (from < alen) {
+            size_t t = alen - from < left ? alen - from : left;
+            pc[np++] = (piece){(const char *)a + from, t};
+            from += t;
+            left -= t;
+        }
+        if (left)
+            pc[np++] = (piece){(const char *)b + (from - alen), left};
+        off += k;
+        int flags = FRAG_PART | (first ? FRAG_FIRST : 0) | (off == len ? FRAG_LAST : 0);
+        send_record(dest, type, flags, pc, np, body);
+        first = 0;
+    }
+}
+
+void etc_net_flush(void)
+{
+    ovf_flush();
+}
+
+size_t etc_net_max_message(void)
+{
+    return S.max_record;
+}
+
+/* ---------------------------------------------------------------- receiving */
+
+static void receive(int src, const rec_hdr *h, const unsigned char *body)
+{
+    if (!(h->flags & FRAG_PART)) {
+        etc_deliver(src, h->type, body, h->len);
+        return;
+    }
+    reasm *r = &S.asm_[src];
+    if (h->flags & FRAG_FIRST) {
+        uint64_t whole;
+        memcpy(&whole, body, sizeof whole);
+        r->buf = etc_xmalloc(whole);
+        r->len = whole;
+        r->have = 0;
+        r->type = h->type;
+        body += sizeof whole;
+    }
+    size_t k = h->len - ((h->flags & FRAG_FIRST) ? sizeof(uint64_t) : 0);
+    if (!r->buf || r->have + k > r->len)
+        etc_fatal("corrupt fragmented message from node %d", src);
+    memcpy(r->buf + r->have, body, k);
+    r->have += k;
+    if (h->flags & FRAG_LAST) {
+        unsigned char *buf = r->buf;
+        size_t len = r->len;
+        r->buf = NULL;
+        etc_deliver(src, r->type, buf, len);
+        free(buf);
+    }
+}
+
+int etc_net_poll(void)
+{
+    if (S.polling)
+        return 0;
+    S.polling = 1;
+    int count = 0;
+    ovf_flush();
+    for (int i = 1; i < S.n; i++) {
+        int src = (S.me + i) % S.n;
+        ring_ctl *r = ring(src, S.me);
+        uint64_t h = atomic_load_explicit(&r->head, memory_order_acquire);
+        uint64_t t = S.in_tail[src];
+        if (t == h)
+            continue;
+        const unsigned char *base = ring_data(src, S.me);
+        while (t != h) {
+            size_t pos = (size_t)(t % S.rbytes);
+            rec_hdr hd;
+            memcpy(&hd, base + pos, sizeof hd);
+            if (hd.type == REC_PAD) {
+                t += S.rbytes - pos;
+                continue;
+            }
+            receive(src, &hd, base + pos + sizeof hd);
+            t += sizeof hd + round8(hd.len);
+            count++;
+        }
+        S.in_tail[src] = t;
+        atomic_store_explicit(&r->tail, t, memory_order_release);
+    }
+    S.polling = 0;
+    return count;
+}
+
+static int anything_waiting(void)
+{
+    for (int src = 0; src < S.n; src++) {
+        if (src == S.me)
+            continue;
+        if (atomic_load_explicit(&ring(src, S.me)->head, memory_order_acquire) != S.in_tail[src])
+            return 1;
+    }
+    return 0;
+}
+
+void etc_net_wait(double seconds)
+{
+    node_ctl *c = &S.ctl[S.me];
+    if (S.ovf_pending && (seconds < 0 || seconds > 100e-6))
+        seconds = 100e-6; /* our own queued output needs the receiver to drain */
+    uint32_t v = atomic_load_explicit(&c->futex, memory_order_relaxed);
+    atomic_store_explicit(&c->sleeping, 1, memory_order_relaxed);
+    atomic_thread_fence(memory_order_seq_cst);
+    if (!anything_waiting()) {
+        struct timespec ts, *tsp = NULL;
+        if (seconds >= 0) {
+            ts.tv_sec = (time_t)seconds;
+            ts.tv_nsec = (long)((seconds - (double)ts.tv_sec) * 1e9);
+            tsp = &ts;
+        }
+        futex(&c->futex, FUTEX_WAIT, v, tsp);
+    }
+    atomic_store_explicit(&c->sleeping, 0, memory_order_relaxed);
+}
+
+/* ---------------------------------------------------------------- block moves */
+
+static int direct(int node, void *local, const void *remote, size_t n, int write)
+{
+    if (S.direct < 0)
+        return -1;
+    pid_t pid = atomic_load(&S.ctl[node].pid);
+    size_t done = 0;
+    while (done < n) {
+        struct iovec l = {(char *)local + done, n - done};
+        struct iovec r = {(char *)remote + done, n - done};
+        ssize_t k = write ? process_vm_writev(pid, &l, 1, &r, 1, 0)
+                          : process_vm_readv(pid, &l, 1, &r, 1, 0);
+        if (k < 0) {
+            if (errno == EINTR)
+                continue;
+            if (errno == EFAULT)
+                etc_fatal("BLKMOV: %s %zu bytes at %p on node %d: not valid memory there",
+                          write ? "writing" : "reading", n - done, (void *)((char *)remote + done),
+                          node);
+            if (done == 0) { /* EPERM, ENOSYS: not allowed here; use messages */
+                S.direct = -1;
+                return -1;
+            }
+            etc_fatal("BLKMOV with node %d failed: %s", node, strerror(errno));
+        }
+        if (k == 0)
+            etc_fatal("BLKMOV with node %d made no progress", node);
+        done += (size_t)k;
+    }
+    S.direct = 1;
+    return 0;
+}
+
+int etc_net_read_remote(int node, void *local_dst, const void *remote_src, size_t n)
+{
+    return direct(node, local_dst, remote_src, n, 0);
+}
+
+int etc_net_write_remote(int node, void *remote_dst, const void *local_src, size_t n)
+{
+    return direct(node, (void *)local_src, remote_dst, n, 1);
+}
+
+/* ---------------------------------------------------------------- output
+ *
+ * A node's stdout and stderr are replaced by line-buffered streams whose
+ * complete lines are written under one process-shared lock to the run's own
+ * stdout/stderr: a line is never split or mixed with another node's, for any
+ * length, and lines appear in the order they were written (so a line a node
+ * prints before signalling another node comes before anything that node
+ * prints after). A partial last line is written when the node ends. */
+
+typedef struct {
+    int fd;
+    char *buf;
+    size_t len, cap;
+} linebuf;
+
+static linebuf out_lines[2];
+static pthread_mutex_t *out_lock;
+static int tag_output;
+
+static void lock_output(void)
+{
+    if (out_lock && pthread_mutex_lock(out_lock) == EOWNERDEAD)
+        pthread_mutex_consistent(out_lock); /* a node died writing; the run is ending */
+}
+
+static void unlock_output(void)
+{
+    if (out_lock)
+        pthread_mutex_unlock(out_lock);
+}
+
+static void write_all(int fd, const char *p, size_t n)
+{
+    while (n) {
+        ssize_t k = write(fd, p, n);
+        if (k < 0) {
+            if (errno == EINTR)
+                continue;
+            return; /* the reader went away: drop the output */
+        }
+        p += k;
+        n -= (size_t)k;
+    }
+}
+
+/* Writes buf[0..n) (whole lines, or the rest at the end) under the lock. */
+static void emit(int fd, const char *p, size_t n)
+{
+    lock_output();
+    if (!tag_output) {
+        write_all(fd, p, n);
+    } else {
+        char tag[24];
+        int t = snprintf(tag, sizeof tag, "[%d] ", S.me);
+        while (n) {
+            const char *nl = memchr(p, '\n', n);
+            size_t k = nl ? (size_t)(nl - p) + 1 : n;
+            write_all(fd, tag, (size_t)t);
+            write_all(fd, p, k);
+            p += k;
+            n -= k;
+        }
+    }
+    unlock_output();
+}
+
+static ssize_t line_write(void *cookie, const char *data, size_t n)
+{
+    linebuf *b = cookie;
+    if (b->len + n > b->cap) {
+        size_t cap = b->cap ? b->cap : 4096;
+        while (cap < b->len + n)
+            cap *= 2;
+        char *nb = realloc(b->buf, cap);
+        if (!nb)
+            return -1;
+        b->buf = nb;
+        b->cap = cap;
+    }
+    memcpy(b->buf + b->len, data, n);
+    b->len += n;
+    char *nl = b->len ? memrchr(b->buf, '\n', b->len) : NULL;
+    if (nl) {
+        size_t k = (size_t)(nl - b->buf) + 1;
+        emit(b->fd, b->buf, k);
+        memmove(b->buf, b->buf + k, b->len - k);
+        b->len -= k;
+    }
+    return (ssize_t)n;
+}
+
+static void drain_output(void)
+{
+    fflush(stdout);
+    fflush(stderr);
+    for (int i = 0; i < 2; i++) {
+        if (out_lines[i].len) {
+            emit(out_lines[i].fd, out_lines[i].buf, out_lines[i].len);
+            out_lines[i].len = 0;
+        }
+    }
+}
+
+static void setup_output(void)
+{
+    cookie_io_functions_t io = {.read = NULL, .write = line_write, .seek = NULL, .close = NULL};
+    FILE *f[2];
+    for (int i = 0; i < 2; i++) {
+        out_lines[i].fd = i + 1;
+        f[i] = fopencookie(&out_lines[i], "w", io);
+        if (!f[i])
+            etc_die("cannot set up the output of node %d", S.me);
+        setvbuf(f[i], NULL, _IOLBF, 1 << 16);
+    }
+    stdout = f[0];
+    stderr = f[1];
+    atexit(drain_output); /* also when user code calls exit() */
+}
+
+/* ---------------------------------------------------------------- the end of a node */
+
+void etc_net_finish(void)
+{
+    /* Nothing may stay behind in our private overflow queue: the others are
+     * still running and draining their rings until they see the end. */
+    while (ovf_flush()) {
+        etc_net_poll();
+        struct timespec ts = {0, 50000};
+        nanosleep(&ts, NULL);
+    }
+    drain_output();
+    atomic_store(&S.ctl[S.me].finished, 1);
+    exit(0);
+}
+
+void etc_net_abort(void)
+{
+    drain_output();
+    if (S.ctl)
+        atomic_store(&S.ctl[S.me].reported, 1);
+    _exit(1);
+}
+
+/* ---------------------------------------------------------------- the supervisor */
+
+static void describe_exit(int k, int status, char *msg, size_t cap)
+{
+    if (WIFSIGNALED(status)) {
+        int sig = WTERMSIG(status);
+        const char *what = sig == SIGSEGV ? "segmentation fault"
+                           : sig == SIGBUS ? "bus error"
+                           : sig == SIGFPE ? "arithmetic exception"
+                           : sig == SIGABRT ? "aborted"
+                           : sig == SIGILL ? "illegal instruction"
+                           : sig == SIGKILL ? "killed"
+                           : strsignal(sig);
+        const char *abbrev = sigabbrev_np(sig);
+        snprintf(msg, cap, "node %d: %s (SIG%s)", k, what, abbrev ? abbrev : "?");
+    } else {
+        snprintf(msg, cap,
+                 "node %d: exited with status %d while the run was going on (a node "
+                 "must not call exit(); MAIN ends with END_FUNCTION() or RETURN())",
+                 k, WEXITSTATUS(status));
+    }
+}
+
+static void kill_all(const pid_t *pids, int n)
+{
+    for (int k = 0; k < n; k++)
+        if (pids[k] > 0)
+            kill(pids[k], SIGKILL);
+}
+
+/* Waits for the nodes; the first failure or an interrupt ends them all. */
+static void __attribute__((noreturn)) supervise(pid_t *pids, const sigset_t *sigs)
+{
+    int n = S.n, alive = n, failed = 0, interrupted = 0;
+    while (alive > 0) {
+        siginfo_t si;
+        int sig = sigwaitinfo(sigs, &si);
+        if (sig < 0)
+            continue;
+        if (sig != SIGCHLD) {
+            if (!interrupted && !failed)
+                kill_all(pids, n);
+            if (!interrupted)
+                interrupted = sig;
+            continue;
+        }
+        int status;
+        pid_t pid;
+        while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
+            int k = 0;
+            while (k < n && pids[k] != pid)
+                k++;
+            if (k == n)
+                continue;
+            pids[k] = -1;
+            alive--;
+            int ok = WIFEXITED(status) && WEXITSTATUS(status) == 0 &&
+                     atomic_load(&S.ctl[k].finished);
+            if (ok || interrupted || failed)
+                continue;
+            failed = 1;
+            kill_all(pids, n);
+            if (!atomic_load(&S.ctl[k].reported)) {
+                char msg[512];
+                describe_exit(k, status, msg, sizeof msg);
+                lock_output();
+                dprintf(2, "etc: error: %s\n", msg);
+                unlock_output();
+            }
+        }
+    }
+    if (interrupted) {
+        const char *abbrev = sigabbrev_np(interrupted);
+        dprintf(2, "etc: interrupted (SIG%s): stopped all %d node%s\n", abbrev ? abbrev : "?", n,
+                n == 1 ? "" : "s");
+        _exit(128 + interrupted);
+    }
+    _exit(failed ? 1 : 0);
+}
+
+void etc_net_start(int want, int *node_id, int *num_nodes)
+{
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    int n = want ? want : (int)(cpus > 0 ? cpus : 1);
+    if (n > SMP_MAX_NODES)
+        etc_die("the smp target runs at most %d nodes, not %d", SMP_MAX_NODES, n);
+    S.n = n;
+    /* rings of 256 KiB, smaller for many nodes so the region stays modest */
+    size_t pairs = (size_t)n * (size_t)n;
+    size_t rb = 256 * 1024;
+    while (rb > 16 * 1024 && rb * pairs > ((size_t)1 << 30))
+        rb /= 2;
+    S.rbytes = rb;
+    S.max_record = rb / 4 - sizeof(rec_hdr);
+    size_t ctl_bytes = (sizeof(pthread_mutex_t) + 63 + (size_t)n * sizeof(node_ctl) + 4095) &
+                       ~(size_t)4095;
+    size_t ring_ctl_bytes = (pairs * sizeof(ring_ctl) + 4095) & ~(size_t)4095;
+    size_t total = ctl_bytes + ring_ctl_bytes + pairs * rb;
+    unsigned char *mem = mmap(NULL, total, PROT_READ | PROT_WRITE,
+                              MAP_SHARED | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (mem == MAP_FAILED)
+        etc_die("cannot map %zu MiB of shared memory for %d nodes: %s", total >> 20, n,
+                strerror(errno));
+    out_lock = (pthread_mutex_t *)mem;
+    S.ctl = (node_ctl *)(mem + 64 * ((sizeof(pthread_mutex_t) + 63) / 64));
+    S.rings = (ring_ctl *)(mem + ctl_bytes);
+    S.data = mem + ctl_bytes + ring_ctl_bytes;
+    pthread_mutexattr_t ma;
+    pthread_mutexattr_init(&ma);
+    pthread_mutexattr_setpshared(&ma, PTHREAD_PROCESS_SHARED);
+    pthread_mutexattr_setrobust(&ma, PTHREAD_MUTEX_ROBUST);
+    pthread_mutex_init(out_lock, &ma);
+    pthread_mutexattr_destroy(&ma);
+
+    const char *tag = getenv("ETC_TAG_OUTPUT");
+    tag_output = tag && *tag && strcmp(tag, "0") != 0;
+    fflush(stdout);
+    fflush(stderr);
+
+    /* The supervisor takes these signals synchronously; nodes get the old mask. */
+    sigset_t sigs, old;
+    sigemptyset(&sigs);
+    sigaddset(&sigs, SIGCHLD);
+    sigaddset(&sigs, SIGINT);
+    sigaddset(&sigs, SIGTERM);
+    sigaddset(&sigs, SIGHUP);
+    sigprocmask(SIG_BLOCK, &sigs, &old);
+
+    pid_t *pids = etc_xmalloc((size_t)n * sizeof *pids);
+    pid_t self = getpid();
+    for (int k = 0; k < n; k++) {
+        pid_t pid = fork();
+        if (pid < 0) {
+            kill_all(pids, k);
+            etc_die("cannot start node %d: %s", k, strerror(errno));
+        }
+        if (pid == 0) {
+            prctl(PR_SET_PDEATHSIG, SIGKILL);
+            if (getppid() != self)
+                _exit(1); /* the supervisor is already gone */
+            prctl(PR_SET_PTRACER, PR_SET_PTRACER_ANY, 0, 0, 0); /* for process_vm_* */
+            signal(SIGINT, SIG_IGN); /* Ctrl-C: the supervisor stops every node */
+            sigprocmask(SIG_SETMASK, &old, NULL);
+            if (k != 0) {
+                int null = open("/dev/null", O_RDONLY);
+                if (null >= 0) {
+                    dup2(null, 0);
+                    close(null);
+                }
+            }
+            free(pids);
+            S.me = k;
+            atomic_store(&S.ctl[k].pid, (int32_t)getpid());
+            S.out_head = calloc((size_t)n, sizeof *S.out_head);
+            S.out_tail = calloc((size_t)n, sizeof *S.out_tail);
+            S.in_tail = calloc((size_t)n, sizeof *S.in_tail);
+            S.ovf_head = calloc((size_t)n, sizeof *S.ovf_head);
+            S.ovf_tail = calloc((size_t)n, sizeof *S.ovf_tail);
+            S.asm_ = calloc((size_t)n, sizeof *S.asm_);
+            if (!S.out_head || !S.out_tail || !S.in_tail || !S.ovf_head || !S.ovf_tail || !S.asm_)
+                etc_die("out of memory");
+            setup_output();
+            *node_id = k;
+            *num_nodes = n;
+            return;
+        }
+        pids[k] = pid;
+    }
+    supervise(pids, &sigs);
+}
