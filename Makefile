@@ -7,28 +7,49 @@ VENV     := .venv
 PY       := $(VENV)/bin/python
 BUILD    := $(CURDIR)/build
 STAMP    := $(VENV)/.etc-installed
+GSTAMP   := $(VENV)/.etc-grammar
 
 GRAMMAR_SOURCES := grammar/src/parser.c grammar/setup.py grammar/pyproject.toml \
+                   grammar/queries/highlights.scm \
                    $(wildcard grammar/bindings/python/tree_sitter_threaded_c/*)
 
-.PHONY: all test demo runtime grammar golden fuzz bench lint clean distclean
+.PHONY: all test test-asan demo runtime runtime-san grammar golden fuzz bench lint clean distclean
 
 all: $(STAMP) runtime
 
-# Re-installs only when the package metadata or the generated grammar changes.
-$(STAMP): pyproject.toml $(GRAMMAR_SOURCES)
-	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+$(VENV)/bin/python:
+	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q ./grammar -e '.[test]'
+
+# The grammar's binding is rebuilt only when its generated sources change.
+$(GSTAMP): $(VENV)/bin/python $(GRAMMAR_SOURCES)
+	@echo "pip install ./grammar (log: $(VENV)/pip-grammar.log)"
+	@$(PY) -m pip install ./grammar > $(VENV)/pip-grammar.log 2>&1 || { cat $(VENV)/pip-grammar.log; exit 1; }
+	@touch $@
+
+# The package itself is installed in editable mode (the runtime is found beside it).
+$(STAMP): $(GSTAMP) pyproject.toml
+	@echo "pip install -e .[test] (log: $(VENV)/pip-etc.log)"
+	@$(PY) -m pip install -e '.[test]' > $(VENV)/pip-etc.log 2>&1 || { cat $(VENV)/pip-etc.log; exit 1; }
 	@touch $@
 
 runtime:
 	@$(MAKE) --no-print-directory -C runtime BUILD=$(BUILD)/runtime
 
+# The runtime again with ASan+UBSan, for `make test-asan` (etcc picks it for -fsanitize).
+runtime-san:
+	@$(MAKE) --no-print-directory -C runtime BUILD=$(BUILD)/runtime-san SAN=1
+
 # pytest exits 5 when it collects nothing: that is a failure here, never a pass.
-test: all
+test: all runtime-san
 	@$(PY) -m pytest -q; rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "make test: error: pytest collected no tests"; exit 1; fi; \
+	exit $$rc
+
+# The end-to-end suite with every program built with ASan+UBSan.
+test-asan: all runtime-san
+	@ETC_TEST_SANITIZE=1 $(PY) -m pytest -q tests/e2e; rc=$$?; \
+	if [ $$rc -eq 5 ]; then echo "make test-asan: error: pytest collected no tests"; exit 1; fi; \
 	exit $$rc
 
 demo: all

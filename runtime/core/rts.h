@@ -111,6 +111,22 @@ void *etc_xrealloc(void *p, size_t n);
 void etc_tq_push_head(etc_tok t);
 int etc_tq_pop_head(etc_tok *out);
 
+/* etcrun recognises a program, its target and its build by this string. */
+#ifdef ETC_PROF
+#define ETC_MARKER_PROF "1"
+#else
+#define ETC_MARKER_PROF "0"
+#endif
+#ifdef ETC_CHECK
+#define ETC_MARKER_CHECK "1"
+#else
+#define ETC_MARKER_CHECK "0"
+#endif
+#define ETC_PROGRAM_MARKER(target)                                                 \
+    __attribute__((used)) static const char etc_program_marker[] =                  \
+        "@(#)etc-program target=" target " prof=" ETC_MARKER_PROF " check=" ETC_MARKER_CHECK \
+        " abi=1"
+
 static inline int etc_work_here(void)
 {
     return etc_rts.rq.head != etc_rts.rq.tail || etc_rts.tq.head != etc_rts.tq.tail;

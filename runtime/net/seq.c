@@ -8,8 +8,7 @@
 
 const char etc_net_name[] = "seq";
 
-/* etcrun finds the target of a program by this marker. */
-__attribute__((used)) static const char marker[] = "@(#)etc-program target=seq";
+ETC_PROGRAM_MARKER("seq");
 
 void etc_net_start(int want, int *node_id, int *num_nodes)
 {

@@ -37,7 +37,7 @@
 #include "core/rts.h"
 
 const char etc_net_name[] = "smp";
-__attribute__((used)) static const char marker[] = "@(#)etc-program target=smp";
+ETC_PROGRAM_MARKER("smp");
 
 #define SMP_MAX_NODES 1024
 #define LINE 64

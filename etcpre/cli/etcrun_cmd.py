@@ -1,0 +1,119 @@
+"""etcrun: run a Threaded-C program on N nodes (reference section 4).
+
+The program's target is read from the marker the runtime links into it. seq runs
+one node; smp programs start their own nodes (the program becomes their
+supervisor), so etcrun sets the environment and execs it; tcp programs are started
+as N processes by etcrun's launcher (etcpre/launch/).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+from etcpre import toolchain
+from etcpre.cli.common import run_main
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # type: ignore[override]
+        self.exit(2, f"etcrun: error: {message}\n(try 'etcrun -h')\n")
+
+
+def _arg_parser() -> argparse.ArgumentParser:
+    ap = _Parser(
+        prog="etcrun",
+        description="Run a Threaded-C program (built by etcc) on N nodes.",
+        epilog="Environment: ETC_NODES and ETC_LB give the same settings; options win.",
+    )
+    ap.add_argument("-n", "--nodes", type=int, default=None, metavar="N",
+                    help="number of nodes (seq: 1; smp default: the number of CPUs)")
+    ap.add_argument("--lb", metavar="NAME",
+                    help="load balancer: " + ", ".join(toolchain.BALANCERS))
+    ap.add_argument("--prof", action="store_true",
+                    help="require a -prof build (its profile table is printed at exit)")
+    ap.add_argument("--prof-out", metavar="FILE", help="also write the profile as JSON")
+    ap.add_argument("--tag-output", action="store_true",
+                    help="prefix every output line with [node]")
+    ap.add_argument("--hosts", metavar="FILE",
+                    help="tcp: one 'host' or 'host:count' per line")
+    ap.add_argument("--rsh", metavar="CMD", default="ssh",
+                    help="tcp: command that starts a node on another host (default ssh)")
+    ap.add_argument("--timeout", type=float, default=30.0, metavar="S",
+                    help="tcp: seconds for all nodes to start and connect (default 30)")
+    ap.add_argument("program", help="the program (built by etcc)")
+    ap.add_argument("args", nargs=argparse.REMAINDER, help="its arguments")
+    return ap
+
+
+def _fail(msg: str, code: int = 2) -> int:
+    sys.stderr.write(f"etcrun: error: {msg}\n")
+    return code
+
+
+def _body(argv: list[str]) -> int:
+    opts = _arg_parser().parse_args(argv)
+    prog = Path(opts.program)
+    if not prog.exists():
+        return _fail(f"{opts.program}: no such file")
+    if prog.is_dir() or not os.access(prog, os.X_OK):
+        return _fail(f"{opts.program}: not an executable program")
+    try:
+        info = toolchain.program_info(prog)
+    except OSError as exc:
+        return _fail(f"{opts.program}: cannot read: {exc.strerror}")
+    if info is None:
+        return _fail(f"{opts.program}: not a Threaded-C program built by etcc")
+    nodes = opts.nodes
+    if nodes is None and os.environ.get("ETC_NODES"):
+        try:
+            nodes = int(os.environ["ETC_NODES"])
+        except ValueError:
+            return _fail(f"ETC_NODES='{os.environ['ETC_NODES']}' is not a number")
+    if nodes is not None and not 1 <= nodes <= 65534:
+        return _fail(f"-n {nodes}: the node count must be between 1 and 65534")
+    if opts.lb is not None and opts.lb not in toolchain.BALANCERS:
+        return _fail(f"unknown load balancer '{opts.lb}' (valid: "
+                     f"{', '.join(toolchain.BALANCERS)})")
+    if opts.prof and not info.prof:
+        return _fail(f"{opts.program} was not built with -prof (etcc -prof ...)")
+    if opts.hosts and info.target != "tcp":
+        return _fail(f"--hosts needs a tcp program; {opts.program} was built for "
+                     f"{info.target}")
+    env = dict(os.environ)
+    if opts.lb:
+        env["ETC_LB"] = opts.lb
+    if opts.prof_out:
+        env["ETC_PROF_OUT"] = os.path.abspath(opts.prof_out)
+    if opts.tag_output:
+        env["ETC_TAG_OUTPUT"] = "1"
+    if info.target == "seq":
+        if nodes not in (None, 1):
+            return _fail(f"{opts.program} was built for the seq target, which runs on 1 "
+                         f"node, not {nodes} (rebuild it with etcc -target smp or tcp)")
+        env["ETC_NODES"] = "1"
+    elif info.target == "smp":
+        if nodes is not None:
+            env["ETC_NODES"] = str(nodes)
+    else:
+        from etcpre.launch import tcp  # noqa: PLC0415 - only tcp runs need the launcher
+
+        return tcp.launch(prog, opts.args, nodes or 1, env, opts)
+    path = str(prog if prog.is_absolute() or "/" in opts.program else Path(".") / prog)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    try:
+        os.execve(path, [opts.program, *opts.args], env)
+    except OSError as exc:
+        return _fail(f"{opts.program}: cannot run: {exc.strerror}", 126)
+    return 0  # not reached
+
+
+def main(argv: list[str] | None = None) -> int:
+    return run_main("etcrun", _body, argv)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
