@@ -18,6 +18,11 @@ HEADER = (
 )
 
 
+_PUSH = ("#pragma GCC diagnostic push\n"
+         '#pragma GCC diagnostic ignored "-Wunused-variable"\n'
+         '#pragma GCC diagnostic ignored "-Wunused-local-typedefs"\n')
+
+
 def _line(n: int, name: str) -> str:
     quoted = name.replace("\\", "\\\\").replace('"', '\\"')
     return f'#line {n} "{quoted}"\n'
@@ -66,14 +71,23 @@ def _function(gen: GeneratedFunction, src) -> str:  # noqa: ANN001 - SourceFile
     parts += gen.callee_structs
     if gen.param_struct:
         parts.append(gen.param_struct)
+    for offset, c_text in gen.types:
+        parts.append(_line(src.line_col(offset)[0], name) + c_text + "\n")
+    if gen.types:
+        parts.append(_line(head_line, name))
     parts.append(gen.frame_struct)
     parts.append(gen.prototypes)
     parts += gen.statics
+    # Each thread function holds the whole body with other threads' code dropped, so
+    # a name a thread does not use (its frame pointer, an extern declaration or a
+    # typedef kept for later threads) is not the user's mistake.
+    parts.append(_PUSH)
     for cname, arg, prologue, body in gen.threads:
         parts.append(_line(head_line, name))
         parts.append(f"void {cname}(void *{arg})\n{{\n{prologue}")
         parts.append(_line(body_line, name))
         parts.append(" " * (body_col - 1) + body + "\n}\n")
+    parts.append("#pragma GCC diagnostic pop\n")
     if gen.user_main:
         parts.append(_line(head_line, name))
         parts.append(gen.user_main)

@@ -37,6 +37,8 @@ _ANYWHERE = {
     "MAKE_GPTR": "ETC_MAKE_GPTR", "OWNER_OF": "ETC_OWNER_OF", "IS_OWNER": "ETC_IS_OWNER",
 }
 _VALUES = {"NUM_NODES": "ETC_NUM_NODES", "NODE_ID": "ETC_NODE_ID"}
+_PREPROC_BLOCKS = frozenset({"preproc_if", "preproc_ifdef", "preproc_else", "preproc_elif",
+                             "preproc_elifdef"})
 
 
 @dataclass
@@ -51,6 +53,7 @@ class GeneratedFunction:
     threads: list[tuple[str, str, str, str]]  # (C name, parameter, prologue, body)
     callee_structs: list[str]  # parameter frames of callees declared in headers
     user_main: str | None
+    types: list[tuple[int, str]] = field(default_factory=list)  # (source offset, C)
 
 
 @dataclass
@@ -108,8 +111,28 @@ def _function(model: Model, fn: ThreadedFunction, emitted: set[str]) -> Generate
         param = "_etc_vpp" if e == "0" else "_etc_v"
         threads.append((f"_{fn.name}_{e}", param, _prologue(fn, e), r.render(fn.body)))
     statics = [_static(model, fn, group) for group in _groups(fn.statics)]
+    types = [(n.start_byte, text(n) + (";" if n.type != "type_definition" else ""))
+             for n in hoisted_types(fn)]
     return GeneratedFunction(fn, pstruct, _frame_struct(fn), protos, statics, threads,
-                             callee_structs, _user_main(fn) if fn.name == "MAIN" else None)
+                             callee_structs, _user_main(fn) if fn.name == "MAIN" else None,
+                             types)
+
+
+_TAG_SPECIFIERS = frozenset({"struct_specifier", "union_specifier", "enum_specifier"})
+
+
+def hoisted_types(fn: ThreadedFunction) -> list[Node]:
+    """Types defined inside a threaded function: typedefs and struct/union/enum
+    definitions standing as block items. They move to file scope, ahead of the frame
+    struct, because frame fields (file scope) may have those types."""
+    out = []
+    for node in walk(fn.body):
+        if node.type == "type_definition" or (
+                node.type in _TAG_SPECIFIERS and node.child_by_field_name("body") is not None
+                and node.parent is not None
+                and node.parent.type in ("compound_statement", *_PREPROC_BLOCKS)):
+            out.append(node)
+    return out
 
 
 def _groups(locals_: list[Local]) -> list[list[Local]]:
@@ -239,6 +262,7 @@ class _Renderer:
         self.entry = entry
         self.fname = fn.name if fn is not None else _plain_name(scope)
         self.call_index = {c.start_byte: i + 1 for i, c in enumerate(fn.calls)} if fn else {}
+        self.hoisted = {n.start_byte for n in hoisted_types(fn)} if fn else set()
         marks = set()
         for node in walk(scope):
             if self._maybe_special(node):
@@ -249,6 +273,8 @@ class _Renderer:
     def _maybe_special(self, node: Node) -> bool:
         t = node.type
         if self.fn is not None:
+            if node.start_byte in self.hoisted and (t == "type_definition" or t in _TAG_SPECIFIERS):
+                return True
             if t == "identifier" and (node.start_byte in self.fn.refs or
                                       node.text in (b"NUM_NODES", b"NODE_ID")):
                 return True
@@ -268,38 +294,60 @@ class _Renderer:
 
     # -- generic
 
-    def render(self, node: Node) -> str:
-        if not self._has_marks(node):
+    def render(self, node: Node, dead: bool = False) -> str:
+        if not self._has_marks(node) and not dead:
             return text(node)
-        special = self._special(node)
+        special = self._special(node) if not dead else None
         if special is not None:
             return special
-        return self._children(node)
+        return self._children(node, dead)
 
-    def _children(self, node: Node) -> str:
+    def _children(self, node: Node, dead_in: bool = False) -> str:
         data = node.text or b""
         base = node.start_byte
         out: list[str] = []
         pos = 0
-        prunable = self.fn is not None and node.type == "compound_statement"
+        block = self.fn is not None and node.type == "compound_statement"
+        prunable = block or (self.fn is not None and node.type in _PREPROC_BLOCKS)
         # Code is dead after a thread boundary, until a label makes it reachable again,
         # and before this entry's own label unless a loop can come back to it.
-        dead = prunable and self.entry != "0" and self._holds_entry(node) and \
-            not self._in_loop(node)
+        # A preprocessor conditional inherits the state of the block around it.
+        if block:
+            dead = self.entry != "0" and self._holds_entry(node) and not self._in_loop(node)
+        else:
+            dead = prunable and dead_in
+        # a conditional's own condition or macro name is not one of its items
+        header = {node.child_by_field_name("condition"), node.child_by_field_name("name")}
         for c in node.children:
             out.append(data[pos:c.start_byte - base].decode("utf-8", errors="replace"))
-            if prunable and dead and c.type not in ("{", "}", "comment") and \
-                    not self._reachable_inside(c):
-                # unreachable in this thread's function: keep only its line breaks
-                out.append("\n" * (node.text or b"")[c.start_byte - base:
-                                                      c.end_byte - base].count(b"\n"))
+            item = prunable and c.is_named and c.type != "comment" and c not in header
+            if item and dead and not self._reachable_inside(c):
+                out.append(self._dead(c))
             else:
                 out.append(self.render(c))
-                if prunable and c.type not in ("{", "}", "comment"):
+                if item:
                     dead = self._ends_thread(c)
             pos = c.end_byte - base
         out.append(data[pos:].decode("utf-8", errors="replace"))
         return "".join(out)
+
+    def _dead(self, item: Node) -> str:
+        """An item this thread's function can never reach. Code goes (its line breaks
+        stay, so #line stays true); what only declares names stays, because later
+        code may use them: typedefs, struct/enum definitions, extern declarations,
+        prototypes and preprocessor directives (whose conditionals are walked)."""
+        t = item.type
+        if t in _PREPROC_BLOCKS:
+            return self.render(item, dead=True)
+        if t in ("type_definition", "preproc_def", "preproc_function_def", "preproc_call",
+                 "preproc_include", *_TAG_SPECIFIERS) or \
+                (t == "declaration" and self._declares_no_local(item)):
+            return self.render(item)
+        return "\n" * text(item).count("\n")
+
+    def _declares_no_local(self, decl: Node) -> bool:
+        assert self.fn is not None
+        return not any(loc.declaration == decl for loc in self.fn.locals + self.fn.statics)
 
     def _ends_thread(self, item: Node) -> bool:
         """Does this block item unconditionally leave the current C function?"""
@@ -349,6 +397,8 @@ class _Renderer:
     def _special(self, node: Node) -> str | None:
         t = node.type
         fn = self.fn
+        if node.start_byte in self.hoisted and (t == "type_definition" or t in _TAG_SPECIFIERS):
+            return "\n" * text(node).count("\n")  # moved to file scope
         if t == "identifier":
             if fn is not None and node.start_byte in fn.refs:
                 loc = fn.refs[node.start_byte]
