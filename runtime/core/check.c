@@ -29,9 +29,11 @@ void etc_check_fail(const char *fname, const char *file, int line, const char *f
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    if (file && line > 0)
+    if (file && line > 0 && fname)
         etc_fatal("%s:%d: in threaded function '%s': %s", file, line, fname, msg);
-    etc_fatal("in threaded function '%s': %s", fname, msg);
+    if (file && line > 0)
+        etc_fatal("%s:%d: %s", file, line, msg);
+    etc_fatal("in threaded function '%s': %s", fname ? fname : "?", msg);
 }
 
 long etc_check_slot(long index, int nslots, const char *fname, const char *file, int line)
@@ -62,21 +64,23 @@ static etc_slot *slots_of(etc_frame_hdr *h)
 void etc_check_signal(const etc_slot *s, const char *what, const char *file, int line)
 {
     if (!s)
-        etc_check_fail("?", file, line, "%s of a null sync slot pointer", what);
+        etc_check_fail(NULL, file, line, "%s of a null sync slot pointer", what);
     etc_frame_hdr *h = s->fp;
     if (!s->ip || !h)
-        etc_check_fail("?", file, line, "%s of a sync slot that INIT_SYNC never initialised", what);
+        etc_check_fail(NULL, file, line, "%s of a sync slot that INIT_SYNC never initialised",
+                       what);
     long k = (long)(s - slots_of(h));
     if (h->magic == DEAD)
-        etc_check_fail(fname_of(h), file, line,
-                       "%s of sync slot %ld after END_FUNCTION/RETURN freed the frame", what, k);
+        etc_check_fail(NULL, file, line,
+                       "%s of sync slot %ld of '%s', whose frame END_FUNCTION/RETURN already "
+                       "freed", what, k, fname_of(h));
     if (h->magic != ETC_FRAME_LIVE)
-        etc_check_fail("?", file, line, "%s of something that is not a sync slot", what);
+        etc_check_fail(NULL, file, line, "%s of something that is not a sync slot", what);
     int incr = strncmp(what, "INCR", 4) == 0; /* INCR_SYNC may re-arm a slot at 0 */
     if (s->cnt <= 0 && !incr)
-        etc_check_fail(fname_of(h), file, line,
-                       "sync slot %ld signalled more times than it can absorb (count %d, "
-                       "reset %d)", k, s->cnt, s->rst);
+        etc_check_fail(NULL, file, line,
+                       "%s: sync slot %ld of '%s' signalled more times than it can absorb "
+                       "(count %d, reset %d)", what, k, fname_of(h), s->cnt, s->rst);
 }
 
 void etc_check_frame_free(void *fp, size_t size)

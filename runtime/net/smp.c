@@ -676,6 +676,10 @@ void etc_net_start(int want, int *node_id, int *num_nodes)
     pthread_mutex_init(out_lock, &ma);
     pthread_mutexattr_destroy(&ma);
 
+    /* ETC_SMP_DIRECT=0: block moves as messages, as where process_vm_* is denied */
+    const char *direct_env = getenv("ETC_SMP_DIRECT");
+    if (direct_env && strcmp(direct_env, "0") == 0)
+        S.direct = -1;
     const char *tag = getenv("ETC_TAG_OUTPUT");
     tag_output = tag && *tag && strcmp(tag, "0") != 0;
     fflush(stdout);

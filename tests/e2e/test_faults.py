@@ -1,0 +1,103 @@
+"""Faults on the smp target: a node that crashes, calls exit() or abort(), and Ctrl-C.
+Each ends the whole run with `etc: error: node K: ...` (or the interrupt message)
+and a non-zero status, and leaves nothing behind: no process, no /dev/shm entry,
+no temporary file."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from support import BIN, Builder, run
+
+
+def _processes_of(prog: Path) -> list[int]:
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            if os.readlink(entry / "exe") == str(prog):
+                pids.append(int(entry.name))
+        except OSError:
+            continue
+    return pids
+
+
+def _shm() -> set[str]:
+    return set(os.listdir("/dev/shm")) if os.path.isdir("/dev/shm") else set()
+
+
+class Leftovers:
+    """Checks that a run leaves no process, shared-memory entry or temporary file."""
+
+    def __init__(self, prog: Path, tmp: Path) -> None:
+        self.prog, self.tmp = prog, tmp
+        self.shm = _shm()
+        self.env = {**os.environ, "TMPDIR": str(tmp)}
+
+    def check(self) -> None:
+        deadline = time.monotonic() + 5
+        while _processes_of(self.prog) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert _processes_of(self.prog) == [], "node processes left running"
+        assert _shm() - self.shm == set(), "shared memory left in /dev/shm"
+        assert list(self.tmp.iterdir()) == [], "temporary files left behind"
+
+
+@pytest.mark.parametrize("n", [1, 4])
+def test_a_crashing_node_ends_the_run(build: Builder, tmp_path: Path, n: int) -> None:
+    prog = build("crash.tc")
+    left = Leftovers(prog, tmp_path)
+    proc = run(prog, nodes=n, env=left.env, timeout=30)
+    assert proc.returncode != 0
+    assert f"etc: error: node {n - 1}: segmentation fault (SIGSEGV)" in proc.stderr
+    assert f"node {n - 1} about to crash" in proc.stdout  # its output before the crash
+    left.check()
+
+
+@pytest.mark.parametrize(("how", "message"), [
+    ("exit", "exited with status 3 while the run was going on"),
+    ("abort", "aborted (SIGABRT)"),
+])
+def test_exit_or_abort_in_a_node_ends_the_run(build: Builder, tmp_path: Path, how: str,
+                                             message: str) -> None:
+    prog = build("exit_early.tc")
+    left = Leftovers(prog, tmp_path)
+    proc = run(prog, how, nodes=3, env=left.env, timeout=30)
+    assert proc.returncode != 0
+    assert f"etc: error: node 2: {message}" in proc.stderr
+    left.check()
+
+
+@pytest.mark.parametrize("to_group", [False, True], ids=["launcher", "process-group"])
+def test_sigint_stops_every_node(build: Builder, tmp_path: Path, to_group: bool) -> None:
+    prog = build("forever.tc")
+    left = Leftovers(prog, tmp_path)
+    p = subprocess.Popen([str(BIN / "etcrun"), "-n", "4", str(prog)], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True, env=left.env,
+                         start_new_session=True)
+    assert p.stdout is not None
+    assert p.stdout.readline() == "running\n"
+    if to_group:
+        os.killpg(p.pid, signal.SIGINT)
+    else:
+        p.send_signal(signal.SIGINT)
+    out, err = p.communicate(timeout=20)
+    assert p.returncode == 130
+    assert "etc: interrupted (SIGINT): stopped all 4 nodes" in err
+    left.check()
+
+
+def test_a_fatal_runtime_error_is_reported_once(build: Builder, tmp_path: Path) -> None:
+    prog = build("check_misuse.tc", "-g")
+    left = Leftovers(prog, tmp_path)
+    proc = run(prog, "over", nodes=2, env=left.env, timeout=30)
+    assert proc.returncode == 1
+    assert proc.stderr.count("etc: error:") == 1, proc.stderr
+    left.check()
