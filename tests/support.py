@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -38,3 +40,61 @@ def run(prog: Path, *args: str, nodes: int | None = None, timeout: float = 120,
     """Runs a program through etcrun (-n nodes when given)."""
     cmd = [*(["-n", str(nodes)] if nodes is not None else []), str(prog), *args]
     return etcrun(*cmd, timeout=timeout, env=env)
+
+
+def processes_of(prog: Path) -> list[int]:
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            if os.readlink(entry / "exe") == str(prog):
+                pids.append(int(entry.name))
+        except OSError:
+            continue
+    return pids
+
+
+def shm_entries() -> set[str]:
+    return set(os.listdir("/dev/shm")) if os.path.isdir("/dev/shm") else set()
+
+
+class Leftovers:
+    """Checks that a run leaves no process, shared-memory entry or temporary file."""
+
+    def __init__(self, prog: Path, tmp: Path) -> None:
+        self.prog, self.tmp = prog, tmp
+        self.shm = shm_entries()
+        self.env = {**os.environ, "TMPDIR": str(tmp)}
+
+    def check(self) -> None:
+        deadline = time.monotonic() + 5
+        while processes_of(self.prog) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert processes_of(self.prog) == [], "node processes left running"
+        assert shm_entries() - self.shm == set(), "shared memory left in /dev/shm"
+        assert list(self.tmp.iterdir()) == [], "temporary files left behind"
+
+
+def sample_expected(name: str, n: int) -> list[str]:
+    lines = (SAMPLES / f"{name}.out").read_text().splitlines()
+    if name == "hello":
+        return [f"hello from node {k} of {n}" for k in range(n)] + \
+            [f"all {n} node(s) said hello"]
+    if name == "getloop":
+        return [re.sub(r"from node \d+", f"from node {n - 1}", lines[0])]
+    return lines
+
+
+def check_sample(name: str, n: int, stdout: str, causal: bool = True) -> None:
+    """`causal`: lines of different nodes appear in the order they were written
+    (smp); on tcp each node's lines keep their order, but nodes' lines may mix."""
+    got = stdout.splitlines()
+    want = sample_expected(name, n)
+    if name == "hello" and not causal:
+        assert sorted(got) == sorted(want), stdout
+    elif name == "hello":
+        # the greetings come in any order; the summary comes after all of them
+        assert sorted(got[:-1]) == sorted(want[:-1]) and got[-1] == want[-1], stdout
+    else:
+        assert got == want, stdout

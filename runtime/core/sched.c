@@ -47,7 +47,7 @@ uintptr_t etc_make_tag(int node)
 void etc_boundary(void)
 {
     if (etc_rts.num_nodes > 1) {
-        etc_net_poll();
+        etc_net_boundary();
         if (etc_rts.priv->lb->boundary)
             etc_rts.priv->lb->boundary();
     }

@@ -30,6 +30,11 @@ void etc_net_send(int dest, int type, const void *a, size_t alen, const void *b,
  * many. Called at thread boundaries, by POLL(), and while idle. */
 int etc_net_poll(void);
 
+/* Called at every thread boundary: a layer polls (smp: a few loads) or, where a
+ * poll costs a system call (tcp), flushes coalesced output and polls when enough
+ * time has passed. */
+void etc_net_boundary(void);
+
 /* Pushes out messages a layer holds back to coalesce them (tcp). */
 void etc_net_flush(void);
 

@@ -37,6 +37,10 @@ void etc_net_flush(void)
 {
 }
 
+void etc_net_boundary(void)
+{
+}
+
 void etc_net_wait(double seconds)
 {
     (void)seconds;

@@ -273,6 +273,11 @@ void etc_net_flush(void)
     ovf_flush();
 }
 
+void etc_net_boundary(void)
+{
+    etc_net_poll(); /* a load per incoming ring: cheap enough for every boundary */
+}
+
 size_t etc_net_max_message(void)
 {
     return S.max_record;

@@ -8,46 +8,11 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-import time
 from pathlib import Path
 
 import pytest
 
-from support import BIN, Builder, run
-
-
-def _processes_of(prog: Path) -> list[int]:
-    pids = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            if os.readlink(entry / "exe") == str(prog):
-                pids.append(int(entry.name))
-        except OSError:
-            continue
-    return pids
-
-
-def _shm() -> set[str]:
-    return set(os.listdir("/dev/shm")) if os.path.isdir("/dev/shm") else set()
-
-
-class Leftovers:
-    """Checks that a run leaves no process, shared-memory entry or temporary file."""
-
-    def __init__(self, prog: Path, tmp: Path) -> None:
-        self.prog, self.tmp = prog, tmp
-        self.shm = _shm()
-        self.env = {**os.environ, "TMPDIR": str(tmp)}
-
-    def check(self) -> None:
-        deadline = time.monotonic() + 5
-        while _processes_of(self.prog) and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert _processes_of(self.prog) == [], "node processes left running"
-        assert _shm() - self.shm == set(), "shared memory left in /dev/shm"
-        assert list(self.tmp.iterdir()) == [], "temporary files left behind"
+from support import BIN, Builder, Leftovers, run
 
 
 @pytest.mark.parametrize("n", [1, 4])

@@ -1,0 +1,1 @@
+"""Launchers that start the nodes of a run (etcrun)."""

@@ -1,0 +1,494 @@
+"""etcrun's launcher for tcp programs: start N nodes, wire them up, watch them.
+
+Nodes run on this host (default) or on the hosts of `--hosts FILE` (one `host` or
+`host:count` per line, started with `--rsh`, ssh by default, in the same directory
+with the same program path). Each node gets the launcher's control address in its
+environment and the run's random secret as the first line of its standard input
+(never on a command line, where other users could read it). The launcher:
+
+1. collects every node's HELLO (secret, address, executable fingerprint) on a
+   control socket bound to the one interface the nodes need; a connection without
+   the secret is closed and logged;
+2. sends everyone the address table, waits for READY from all, sends GO;
+3. relays every node's stdout and stderr line by line (never mid-line), with
+   `[K] ` in front when asked (--tag-output);
+4. ends the run: 0 when every node says FINISHED and exits 0; otherwise it prints
+   one `etc: error: ...` (a lost node, a node that did not start or connect in
+   time, naming its host), stops every node and reaps them all. SIGINT/SIGTERM stop
+   everything the same way.
+
+The node side is runtime/net/tcp.c; the control protocol is text lines.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hmac
+import os
+import secrets
+import selectors
+import shlex
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+WIRE_VERSION = 1
+LOCAL_NAMES = {"localhost", "127.0.0.1", "::1", "ip6-localhost"}
+STOP_GRACE = 2.0
+SUSPECT_GRACE = 1.0  # how long a lost node's own exit status may take to say why
+
+
+class LaunchError(Exception):
+    """A problem starting the run; the message is ready for the user."""
+
+
+@dataclass
+class Node:
+    k: int
+    host: str
+    proc: subprocess.Popen[bytes] | None = None
+    conn: socket.socket | None = None
+    addr: str = ""
+    fingerprint: tuple[str, str] = ("", "")
+    ready: bool = False
+    finished: bool = False
+    said_fatal: bool = False  # printed its own error, then exits with status 1
+    said_lost: int | None = None  # reported that node K vanished, then exits with 1
+    suspect_since: float | None = None  # another node lost it: wait a moment for why
+    exited: int | None = None
+    line: bytearray = field(default_factory=bytearray)
+    out: dict[str, bytearray] = field(default_factory=lambda: {"out": bytearray(),
+                                                                "err": bytearray()})
+
+
+def parse_hosts(path: str) -> list[tuple[str, int]]:
+    try:
+        text = Path(path).read_text()
+    except OSError as exc:
+        raise LaunchError(f"--hosts {path}: {exc.strerror}") from None
+    hosts = []
+    for i, raw in enumerate(text.splitlines(), 1):
+        line = raw.split("#", 1)[0].strip()
+        if not line:
+            continue
+        host, _, count = line.rpartition(":") if line.count(":") == 1 else (line, "", "1")
+        if not host:
+            host, count = line, "1"
+        if not count.isdigit() or int(count) < 1 or not host or " " in host:
+            raise LaunchError(f"{path}:{i}: expected 'host' or 'host:count', got '{raw}'")
+        hosts.append((host, int(count)))
+    if not hosts:
+        raise LaunchError(f"--hosts {path}: no hosts in the file")
+    return hosts
+
+
+def placement(hosts: list[tuple[str, int]], n: int) -> list[str]:
+    """Node k's host: fill each host's count in order, around again if needed."""
+    slots = [h for h, c in hosts for _ in range(c)]
+    return [slots[k % len(slots)] for k in range(n)]
+
+
+def is_local(host: str) -> bool:
+    return host in LOCAL_NAMES or host == socket.gethostname()
+
+
+def bind_address(hosts: list[str]) -> str:
+    """The address of the one interface the nodes need to reach the launcher."""
+    remote = [h for h in hosts if not is_local(h)]
+    if not remote:
+        return "127.0.0.1"
+    try:
+        info = socket.getaddrinfo(remote[0], 9, type=socket.SOCK_DGRAM)
+    except OSError as exc:
+        raise LaunchError(f"cannot resolve host '{remote[0]}': {exc}") from None
+    family, _, _, _, sockaddr = info[0]
+    with socket.socket(family, socket.SOCK_DGRAM) as s:
+        s.connect(sockaddr)  # no packet is sent: this only picks the route
+        return s.getsockname()[0]
+
+
+class Launcher:
+    def __init__(self, prog: Path, args: list[str], n: int, env: dict[str, str],
+                 opts: argparse.Namespace) -> None:
+        self.prog = prog.resolve()
+        self.args = args
+        self.n = n
+        self.env = env
+        self.timeout = opts.timeout
+        self.rsh = shlex.split(opts.rsh)
+        self.tag = opts.tag_output
+        hosts = parse_hosts(opts.hosts) if opts.hosts else [("localhost", n)]
+        self.nodes = [Node(k, h) for k, h in enumerate(placement(hosts, n))]
+        self.secret = secrets.token_hex(32)
+        self.sel = selectors.DefaultSelector()
+        self.error: str | None = None
+        self.status = 0
+        self.interrupted = 0
+        self.stdout = sys.stdout.buffer
+        self.stderr = sys.stderr.buffer
+
+    # ---------------------------------------------------------------- output
+
+    def emit(self, node: Node, stream: str, data: bytes, eof: bool) -> None:
+        buf = node.out[stream]
+        buf += data
+        sink = self.stdout if stream == "out" else self.stderr
+        while True:
+            nl = buf.find(b"\n")
+            if nl < 0:
+                if not (eof and buf):
+                    break
+                nl = len(buf) - 1
+            line = bytes(buf[: nl + 1])
+            del buf[: nl + 1]
+            sink.write((f"[{node.k}] ".encode() if self.tag else b"") + line)
+            sink.flush()
+
+    def say(self, msg: str) -> None:
+        self.stderr.write(msg.encode() + b"\n")
+        self.stderr.flush()
+
+    def fail(self, msg: str | None, status: int = 1) -> None:
+        """The first failure ends the run; later ones are consequences."""
+        if self.error is None:
+            self.error = msg or ""
+            self.status = status
+            if msg:
+                self.say(f"etc: error: {msg}")
+
+    # ---------------------------------------------------------------- starting
+
+    def start(self, listen: socket.socket) -> None:
+        host, port = listen.getsockname()[:2]
+        control = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+        for node in self.nodes:
+            env = {"ETC_TCP_CONTROL": control, "ETC_TCP_NODE": str(node.k),
+                   "ETC_NODES": str(self.n)}
+            for key in ("ETC_LB", "ETC_PROF_OUT", "ETC_TCP_FAULT"):
+                if key in self.env:
+                    env[key] = self.env[key]
+            if is_local(node.host):
+                cmd = [str(self.prog), *self.args]
+                full_env = {**self.env, **env}
+            else:
+                assigns = " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items())
+                remote = (f"cd {shlex.quote(os.getcwd())} && exec env {assigns} "
+                          f"{shlex.quote(str(self.prog))} "
+                          + " ".join(shlex.quote(a) for a in self.args))
+                cmd = [*self.rsh, node.host, remote]
+                full_env = dict(self.env)
+            try:
+                node.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                             stderr=subprocess.PIPE, env=full_env,
+                                             start_new_session=True)
+            except OSError as exc:
+                raise LaunchError(f"cannot start node {node.k} on host {node.host}: "
+                                  f"{cmd[0]}: {exc.strerror}") from None
+            assert node.proc.stdin and node.proc.stdout and node.proc.stderr
+            try:  # unbuffered: a node that died at once must not break the launcher
+                os.write(node.proc.stdin.fileno(), self.secret.encode() + b"\n")
+            except OSError:
+                pass  # its exit is reported below
+            if node.k == 0:
+                self._relay_stdin(node.proc.stdin)
+            else:
+                _close_quietly(node.proc.stdin)
+            os.set_blocking(node.proc.stdout.fileno(), False)
+            os.set_blocking(node.proc.stderr.fileno(), False)
+            self.sel.register(node.proc.stdout, selectors.EVENT_READ, ("out", node))
+            self.sel.register(node.proc.stderr, selectors.EVENT_READ, ("err", node))
+
+    def _relay_stdin(self, pipe: object) -> None:
+        """Node 0 reads the user's standard input (after the secret line)."""
+        def copy() -> None:
+            try:
+                src = sys.stdin.buffer
+                while True:
+                    chunk = src.read1(65536) if hasattr(src, "read1") else src.read(65536)
+                    if not chunk:
+                        break
+                    pipe.write(chunk)  # type: ignore[attr-defined]
+                    pipe.flush()  # type: ignore[attr-defined]
+            except (OSError, ValueError):
+                pass
+            finally:
+                _close_quietly(pipe)
+        if sys.stdin is None or sys.stdin.closed:
+            _close_quietly(pipe)
+            return
+        threading.Thread(target=copy, daemon=True).start()
+
+    # ---------------------------------------------------------------- control
+
+    def accept(self, listen: socket.socket) -> None:
+        try:
+            conn, peer = listen.accept()
+        except OSError:
+            return
+        conn.setblocking(False)
+        self.sel.register(conn, selectors.EVENT_READ, ("ctl", None))
+        self.pending[conn] = (bytearray(), peer, time.monotonic() + STOP_GRACE)
+
+    def control(self, conn: socket.socket, node: Node | None) -> None:
+        try:
+            data = conn.recv(65536)
+        except BlockingIOError:
+            return
+        except OSError:
+            data = b""
+        if node is None:  # not yet identified: expect HELLO
+            buf, peer, _ = self.pending[conn]
+            buf += data
+            if not data or (b"\n" not in buf and len(buf) > 4096):
+                self.reject(conn, peer, "it did not present the run's secret")
+                return
+            if b"\n" in buf:
+                line, _, rest = bytes(buf).partition(b"\n")
+                self.hello(conn, peer, line.decode(errors="replace"), rest)
+            return
+        if not data:
+            self.sel.unregister(conn)
+            conn.close()
+            node.conn = None
+            if not node.finished and node.suspect_since is None:
+                node.suspect_since = time.monotonic()  # its exit status will say why
+            return
+        node.line += data
+        while b"\n" in node.line:
+            raw, _, rest = bytes(node.line).partition(b"\n")
+            node.line = bytearray(rest)
+            self.message(node, raw.decode(errors="replace").split())
+
+    def reject(self, conn: socket.socket, peer: object, why: str) -> None:
+        self.say(f"etc: warning: launcher: closed a connection from {peer}: {why}")
+        self.pending.pop(conn, None)
+        self.sel.unregister(conn)
+        conn.close()
+
+    def hello(self, conn: socket.socket, peer: object, line: str, rest: bytes) -> None:
+        parts = line.split()
+        if len(parts) != 8 or parts[0] != "HELLO" or \
+                not hmac.compare_digest(parts[3].encode(), self.secret.encode()):
+            self.reject(conn, peer, "it did not present the run's secret")
+            return
+        try:
+            version, k = int(parts[1]), int(parts[2])
+        except ValueError:
+            self.reject(conn, peer, "malformed HELLO")
+            return
+        if version != WIRE_VERSION or not 0 <= k < self.n or self.nodes[k].conn is not None:
+            self.reject(conn, peer, f"wrong version or node in its HELLO ({version}, {k})")
+            return
+        node = self.nodes[k]
+        del self.pending[conn]
+        self.sel.modify(conn, selectors.EVENT_READ, ("ctl", node))
+        node.conn = conn
+        node.addr = parts[5]
+        node.fingerprint = (parts[6], parts[7])
+        node.line = bytearray(rest)
+
+    def message(self, node: Node, words: list[str]) -> None:
+        if not words:
+            return
+        if words[0] == "READY":
+            node.ready = True
+        elif words[0] == "FINISHED":
+            node.finished = True
+        elif words[0] == "LOST" and len(words) == 2 and words[1].isdigit():
+            k = int(words[1])
+            if 0 <= k < self.n:
+                node.said_lost = k
+                lost = self.nodes[k]
+                if lost.suspect_since is None:
+                    lost.suspect_since = time.monotonic()
+        elif words[0] == "FATAL":
+            node.said_fatal = True
+            self.fail(None)  # the node printed its own error
+
+    def exited(self, node: Node) -> None:
+        """A node's process ended: fine after FINISHED, else the run fails (once)."""
+        status = node.exited
+        assert status is not None
+        if node.conn is not None:
+            # it is gone, so all it said is in our socket buffer: read it first
+            self.control(node.conn, node)
+        if (status == 0 and node.finished) or self.error is not None:
+            return
+        if node.said_fatal or node.said_lost is not None:
+            return  # the cause is reported elsewhere
+        if self.phase == "start" and node.conn is None:
+            self.fail(f"node {node.k} on host {node.host} exited before connecting "
+                      f"({describe(status)})")
+        elif status > 0:
+            self.fail(f"node {node.k} (host {node.host}): exited with status {status} while "
+                      "the run was going on (a node must not call exit(); MAIN ends with "
+                      "END_FUNCTION() or RETURN())")
+        else:
+            self.fail(f"lost node {node.k} (host {node.host}): {describe(status)}")
+
+    def send_all(self, line: str) -> None:
+        for node in self.nodes:
+            if node.conn is not None:
+                try:
+                    node.conn.setblocking(True)
+                    node.conn.sendall(line.encode())
+                    node.conn.setblocking(False)
+                except OSError:
+                    pass
+
+    # ---------------------------------------------------------------- the loop
+
+    def pump(self, timeout: float) -> None:
+        for key, _ in self.sel.select(timeout):
+            kind, node = key.data
+            if kind == "listen":
+                self.accept(key.fileobj)  # type: ignore[arg-type]
+            elif kind == "ctl":
+                self.control(key.fileobj, node)  # type: ignore[arg-type]
+            else:
+                try:
+                    data = os.read(key.fd, 65536)
+                except BlockingIOError:
+                    continue
+                except OSError:
+                    data = b""
+                self.emit(node, kind, data, eof=not data)
+                if not data:
+                    self.sel.unregister(key.fileobj)
+        now = time.monotonic()
+        for conn, (_, peer, deadline) in list(self.pending.items()):
+            if now > deadline and self.error is None and self.phase == "run":
+                self.reject(conn, peer, "no HELLO in time")
+        for node in self.nodes:
+            if node.proc is not None and node.exited is None and node.proc.poll() is not None:
+                node.exited = node.proc.returncode
+                self.exited(node)
+            elif node.suspect_since is not None and node.exited is None and \
+                    now - node.suspect_since > SUSPECT_GRACE:
+                # still running but unreachable (a broken link, a remote host gone)
+                self.fail(f"lost node {node.k} (host {node.host}): its connections broke")
+
+    def wait_for(self, what: str, done: callable, deadline: float) -> bool:  # type: ignore[valid-type]
+        while not done():
+            if self.error is not None or self.interrupted:
+                return False
+            left = deadline - time.monotonic()
+            if left <= 0:
+                missing = [nd for nd in self.nodes if not self._has(nd, what)]
+                names = ", ".join(f"node {nd.k} on host {nd.host}" for nd in missing[:8])
+                more = f" and {len(missing) - 8} more" if len(missing) > 8 else ""
+                verb = "connect" if what == "hello" else "get ready"
+                self.fail(f"{names}{more} did not {verb} within {self.timeout:g} s "
+                          "(see --timeout)")
+                return False
+            self.pump(min(left, 0.1))
+        return True
+
+    @staticmethod
+    def _has(node: Node, what: str) -> bool:
+        return node.conn is not None if what == "hello" else node.ready
+
+    def run(self) -> int:
+        self.pending: dict[socket.socket, tuple[bytearray, object, float]] = {}
+        self.phase = "start"
+        addr = bind_address([nd.host for nd in self.nodes])
+        family = socket.AF_INET6 if ":" in addr else socket.AF_INET
+        listen = socket.socket(family, socket.SOCK_STREAM)
+        listen.bind((addr, 0))
+        listen.listen(self.n + 16)
+        listen.setblocking(False)
+        self.sel.register(listen, selectors.EVENT_READ, ("listen", None))
+        old = {s: signal.signal(s, self._signal) for s in (signal.SIGINT, signal.SIGTERM)}
+        try:
+            self.start(listen)
+            deadline = time.monotonic() + self.timeout
+            if self.wait_for("hello", lambda: all(nd.conn for nd in self.nodes), deadline):
+                prints = {nd.fingerprint for nd in self.nodes}
+                if len(prints) != 1:
+                    self.fail("the nodes do not run the same executable (addresses differ): "
+                              f"{self.prog} must be the same binary on every host")
+                else:
+                    self.send_all("TABLE " + " ".join(nd.addr for nd in self.nodes) + "\n")
+                    if self.wait_for("ready", lambda: all(nd.ready for nd in self.nodes),
+                                     deadline):
+                        self.phase = "run"
+                        self.send_all("GO\n")
+            while self.error is None and not self.interrupted and \
+                    not all(nd.exited is not None for nd in self.nodes):
+                self.pump(0.2)
+        finally:
+            self.stop()
+            for s, h in old.items():
+                signal.signal(s, h)
+            listen.close()
+        if self.interrupted:
+            name = signal.Signals(self.interrupted).name
+            self.say(f"etc: interrupted ({name}): stopped all {self.n} node"
+                     f"{'s' if self.n != 1 else ''}")
+            return 128 + self.interrupted
+        return self.status
+
+    def _signal(self, signum: int, frame: object) -> None:
+        self.interrupted = signum
+
+    def stop(self) -> None:
+        """Stops whatever still runs, reaps every process, relays the last output."""
+        if self.error is not None or self.interrupted:
+            self.send_all("KILL\n")
+        deadline = time.monotonic() + STOP_GRACE
+        while time.monotonic() < deadline and \
+                any(nd.proc and nd.proc.poll() is None for nd in self.nodes):
+            self.pump(0.05)
+        for nd in self.nodes:
+            if nd.proc and nd.proc.poll() is None:
+                try:
+                    os.killpg(nd.proc.pid, signal.SIGKILL)
+                except OSError:
+                    pass
+        for nd in self.nodes:
+            if nd.proc:
+                nd.proc.wait()
+        end = time.monotonic() + 1.0
+        while self.sel.get_map() and time.monotonic() < end and \
+                any(k.data[0] in ("out", "err") for k in self.sel.get_map().values()):
+            self.pump(0.05)
+        for nd in self.nodes:
+            for stream in ("out", "err"):
+                if nd.out[stream]:
+                    self.emit(nd, stream, b"", eof=True)
+            if nd.conn is not None:
+                nd.conn.close()
+        for conn in list(self.pending):
+            conn.close()
+
+
+def _close_quietly(f: object) -> None:
+    try:
+        f.close()  # type: ignore[attr-defined]
+    except OSError:
+        pass
+
+
+def describe(status: int | None) -> str:
+    if status is None:
+        return "still running"
+    if status < 0:
+        try:
+            return f"killed by {signal.Signals(-status).name}"
+        except ValueError:
+            return f"killed by signal {-status}"
+    return f"exited with status {status}"
+
+
+def launch(prog: Path, args: list[str], n: int, env: dict[str, str],
+           opts: argparse.Namespace) -> int:
+    try:
+        return Launcher(prog, args, n, env, opts).run()
+    except LaunchError as exc:
+        sys.stderr.write(f"etcrun: error: {exc}\n")
+        return 2

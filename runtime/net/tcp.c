@@ -1,0 +1,926 @@
+/* tcp.c: the TCP network layer: nodes are processes on one or several hosts,
+ * started by etcrun's launcher (etcpre/launch/tcp.py), fully connected by TCP.
+ *
+ * Start-up (thesis B.1, done with a launcher instead of a parallel job system):
+ * the launcher starts each node with ETC_TCP_CONTROL (its address), ETC_TCP_NODE
+ * and ETC_NODES, and writes the run's random secret as the first line of the
+ * node's standard input. The node listens on the interface that reaches the
+ * launcher only, says HELLO (with the secret, its address and two addresses of
+ * the executable, which must agree on every node), receives the table of
+ * addresses, connects to the nodes below it and accepts the ones above it.
+ * Every connection must present the secret in its handshake; one that does not
+ * is closed and logged. After READY/GO the program runs.
+ *
+ * Wire format (version 1): a connection starts with a 40-byte handshake
+ * (magic "ETCN", version, node, secret); then frames of [u32 length][u16 type]
+ * [u16 flags] and a body. Small messages to one destination are coalesced in
+ * a buffer and written at thread boundaries, when idle, or when 64 KiB are
+ * waiting; sockets are non-blocking with TCP_NODELAY, so two nodes sending big
+ * block moves to each other at once both keep reading: no deadlock. A frame
+ * that is oversized, truncated or of an unknown type ends the run with
+ * `etc: error: node K: bad frame from node J (address)`.
+ *
+ * A peer that disappears (EOF or reset without a goodbye frame) makes this node
+ * tell the launcher, which reports `etc: error: lost node K` and stops the run.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+#if defined(__x86_64__) || defined(__i386__)
+#include <x86intrin.h>
+#endif
+
+#include "core/rts.h"
+
+const char etc_net_name[] = "tcp";
+ETC_PROGRAM_MARKER("tcp");
+
+#define WIRE_VERSION 1
+#define HS_MAGIC 0x4E435445u /* "ETCN" */
+#define SECRET_BYTES 32
+#define FRAME_MAX (64u << 20)    /* the largest frame a node accepts */
+#define MAX_MESSAGE (256u << 10) /* the largest body the core sends in one piece */
+#define FLUSH_AT (64u << 10)     /* write a peer's buffer once this much waits */
+#define NET_BYE 0xFFFFu          /* "I am done": the EOF that follows is no loss */
+#define POLL_INTERVAL_NS 20000   /* at thread boundaries, poll at most this often */
+#define STRANGER_SECONDS 2.0
+
+typedef struct {
+    uint32_t len;
+    uint16_t type;
+    uint16_t flags;
+} frame_hdr;
+
+typedef struct {
+    uint32_t magic;
+    uint16_t version;
+    uint16_t node;
+    unsigned char secret[SECRET_BYTES];
+} handshake;
+
+typedef struct {
+    unsigned char *buf;
+    size_t off, len, cap; /* bytes [off, len) are pending */
+} buffer;
+
+typedef struct {
+    int fd;
+    int bye;    /* it said goodbye: its EOF is expected, sends to it are dropped */
+    int closed; /* EOF seen */
+    buffer out, in;
+    char addr[80];
+} peer;
+
+typedef struct {
+    int fd;
+    double deadline;
+    size_t have;
+    unsigned char buf[sizeof(handshake)];
+    char addr[80];
+} stranger;
+
+static struct {
+    int me, n;
+    peer *peers;
+    int ctl;      /* connection to the launcher */
+    int listener; /* kept open to close and log strangers */
+    stranger *strangers;
+    int nstrangers;
+    struct pollfd *pfds;
+    unsigned char secret[SECRET_BYTES];
+    int out_pending;
+    int finishing;
+    int polling;
+    char ctl_line[512];
+    size_t ctl_len;
+    /* adaptive polling at thread boundaries */
+    unsigned tick, budget;
+    uint64_t last, interval;
+} T;
+
+/* ---------------------------------------------------------------- small helpers */
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static uint64_t ticks(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    return __rdtsc();
+#else
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+#endif
+}
+
+static void addr_text(const struct sockaddr_storage *sa, char *out, size_t cap)
+{
+    char host[64] = "?";
+    int port = 0;
+    if (sa->ss_family == AF_INET) {
+        const struct sockaddr_in *s = (const struct sockaddr_in *)sa;
+        inet_ntop(AF_INET, &s->sin_addr, host, sizeof host);
+        port = ntohs(s->sin_port);
+    } else if (sa->ss_family == AF_INET6) {
+        const struct sockaddr_in6 *s = (const struct sockaddr_in6 *)sa;
+        inet_ntop(AF_INET6, &s->sin6_addr, host, sizeof host);
+        port = ntohs(s->sin6_port);
+    }
+    snprintf(out, cap, "%s:%d", host, port);
+}
+
+static void set_nonblocking(int fd)
+{
+    fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+}
+
+static void tune(int fd)
+{
+    /* keepalive finds a silent dead host in about 4 s; a crashed or killed
+     * process is seen at once (its kernel closes the connection) */
+    int one = 1, idle = 1, intvl = 1, cnt = 3;
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof one);
+    setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof idle);
+    setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &intvl, sizeof intvl);
+    setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof cnt);
+}
+
+/* Blocking I/O of exactly n bytes (start-up only). */
+static int read_exact(int fd, void *p, size_t n)
+{
+    char *c = p;
+    while (n) {
+        ssize_t k = read(fd, c, n);
+        if (k < 0 && errno == EINTR)
+            continue;
+        if (k <= 0)
+            return -1;
+        c += k;
+        n -= (size_t)k;
+    }
+    return 0;
+}
+
+static int write_exact(int fd, const void *p, size_t n)
+{
+    const char *c = p;
+    while (n) {
+        ssize_t k = send(fd, c, n, MSG_NOSIGNAL);
+        if (k < 0 && errno == EINTR)
+            continue;
+        if (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+            struct pollfd pf = {fd, POLLOUT, 0};
+            poll(&pf, 1, 1000);
+            continue;
+        }
+        if (k <= 0)
+            return -1;
+        c += k;
+        n -= (size_t)k;
+    }
+    return 0;
+}
+
+static void ctl_send(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void ctl_send(const char *fmt, ...)
+{
+    char line[512];
+    va_list ap;
+    va_start(ap, fmt);
+    int k = vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    if (T.ctl >= 0 && k > 0)
+        write_exact(T.ctl, line, (size_t)k < sizeof line ? (size_t)k : sizeof line - 1);
+}
+
+/* Reads one line from the launcher (start-up; blocking). */
+static int ctl_line(char *out, size_t cap)
+{
+    size_t k = 0;
+    for (;;) {
+        char c;
+        ssize_t r = read(T.ctl, &c, 1);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            return -1;
+        if (c == '\n')
+            break;
+        if (k + 1 < cap)
+            out[k++] = c;
+    }
+    out[k] = 0;
+    return 0;
+}
+
+static void __attribute__((noreturn)) quit_quietly(int status)
+{
+    fflush(stdout);
+    fflush(stderr);
+    _exit(status);
+}
+
+/* A peer vanished: the launcher reports it and stops the run. */
+static void lost(int k)
+{
+    if (T.finishing) {
+        T.peers[k].closed = 1;
+        return;
+    }
+    ctl_send("LOST %d\n", k);
+    quit_quietly(1);
+}
+
+static void bad_frame(int k, const char *why)
+{
+    etc_fatal("bad frame from node %d (%s): %s", k, T.peers[k].addr, why);
+}
+
+/* ---------------------------------------------------------------- buffers */
+
+static void buf_reserve(buffer *b, size_t more)
+{
+    if (b->off && b->off == b->len)
+        b->off = b->len = 0;
+    if (b->len + more <= b->cap)
+        return;
+    if (b->off) { /* slide what is pending to the front first */
+        memmove(b->buf, b->buf + b->off, b->len - b->off);
+        b->len -= b->off;
+        b->off = 0;
+        if (b->len + more <= b->cap)
+            return;
+    }
+    size_t cap = b->cap ? b->cap : 65536;
+    while (cap < b->len + more)
+        cap *= 2;
+    b->buf = etc_xrealloc(b->buf, cap);
+    b->cap = cap;
+}
+
+static void buf_put(buffer *b, const void *p, size_t n)
+{
+    if (n) {
+        memcpy(b->buf + b->len, p, n);
+        b->len += n;
+    }
+}
+
+/* Writes what the socket takes now; returns -1 if the peer is gone. */
+static int flush_peer(int k)
+{
+    peer *p = &T.peers[k];
+    while (p->out.off < p->out.len) {
+        ssize_t w = send(p->fd, p->out.buf + p->out.off, p->out.len - p->out.off,
+                         MSG_NOSIGNAL | MSG_DONTWAIT);
+        if (w > 0) {
+            p->out.off += (size_t)w;
+            continue;
+        }
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+            return 0;
+        return -1;
+    }
+    p->out.off = p->out.len = 0;
+    return 0;
+}
+
+static void flush_all(void)
+{
+    int left = 0;
+    for (int k = 0; k < T.n; k++) {
+        if (k == T.me || T.peers[k].fd < 0)
+            continue;
+        if (flush_peer(k) < 0) {
+            if (T.peers[k].bye || T.finishing) {
+                T.peers[k].out.off = T.peers[k].out.len = 0;
+                continue;
+            }
+            lost(k);
+        }
+        left |= T.peers[k].out.off < T.peers[k].out.len;
+    }
+    T.out_pending = left;
+}
+
+/* ---------------------------------------------------------------- sending */
+
+void etc_net_send(int dest, int type, const void *a, size_t alen, const void *b, size_t blen)
+{
+    peer *p = &T.peers[dest];
+    if (p->bye || p->closed)
+        return; /* it finished: only balancer chatter can still be addressed to it */
+    size_t len = alen + blen;
+    if (len > FRAME_MAX)
+        etc_fatal("message of %zu bytes to node %d is larger than a frame (%u bytes)", len, dest,
+                  FRAME_MAX);
+    frame_hdr h = {(uint32_t)len, (uint16_t)type, 0};
+    buf_reserve(&p->out, sizeof h + len);
+    buf_put(&p->out, &h, sizeof h);
+    buf_put(&p->out, a, alen);
+    buf_put(&p->out, b, blen);
+    T.out_pending = 1;
+    if (p->out.len - p->out.off >= FLUSH_AT && flush_peer(dest) < 0)
+        lost(dest);
+}
+
+void etc_net_flush(void)
+{
+    if (T.out_pending)
+        flush_all();
+}
+
+size_t etc_net_max_message(void)
+{
+    return MAX_MESSAGE;
+}
+
+int etc_net_read_remote(int node, void *local_dst, const void *remote_src, size_t n)
+{
+    (void)node;
+    (void)local_dst;
+    (void)remote_src;
+    (void)n;
+    return -1; /* block moves travel as messages */
+}
+
+int etc_net_write_remote(int node, void *remote_dst, const void *local_src, size_t n)
+{
+    (void)node;
+    (void)remote_dst;
+    (void)local_src;
+    (void)n;
+    return -1;
+}
+
+/* ---------------------------------------------------------------- receiving */
+
+/* Parses and delivers every complete frame in a peer's input. */
+static int deliver_frames(int k)
+{
+    peer *p = &T.peers[k];
+    int count = 0;
+    while (p->in.len - p->in.off >= sizeof(frame_hdr)) {
+        frame_hdr h;
+        memcpy(&h, p->in.buf + p->in.off, sizeof h);
+        if (h.type == NET_BYE && h.len == 0) {
+            p->bye = 1;
+            p->in.off += sizeof h;
+            continue;
+        }
+        if (h.len > FRAME_MAX)
+            bad_frame(k, "oversized");
+        if (h.type == 0 || h.type >= ETC_M_TYPES || h.flags != 0)
+            bad_frame(k, "unknown type");
+        if (p->in.len - p->in.off < sizeof h + h.len)
+            break;
+        const unsigned char *body = p->in.buf + p->in.off + sizeof h;
+        p->in.off += sizeof h + h.len;
+        if (!T.finishing)
+            etc_deliver(k, h.type, body, h.len);
+        count++;
+    }
+    if (p->in.off == p->in.len)
+        p->in.off = p->in.len = 0;
+    return count;
+}
+
+static int read_peer(int k)
+{
+    peer *p = &T.peers[k];
+    int count = 0;
+    for (;;) {
+        buf_reserve(&p->in, 65536);
+        ssize_t r = recv(p->fd, p->in.buf + p->in.len, p->in.cap - p->in.len, MSG_DONTWAIT);
+        if (r > 0) {
+            p->in.len += (size_t)r;
+            count += deliver_frames(k);
+            continue;
+        }
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+            break;
+        /* EOF or reset */
+        if (p->in.len > p->in.off && !p->bye)
+            bad_frame(k, "truncated");
+        if (!p->bye)
+            lost(k);
+        p->closed = 1;
+        close(p->fd);
+        p->fd = -1;
+        break;
+    }
+    return count;
+}
+
+static void stranger_close(int i, const char *why)
+{
+    fprintf(stderr, "etc: warning: node %d: closed a connection from %s: %s\n", T.me,
+            T.strangers[i].addr, why);
+    fflush(stderr);
+    close(T.strangers[i].fd);
+    T.strangers[i] = T.strangers[--T.nstrangers];
+}
+
+/* After start-up every node is connected: any new connection is a stranger,
+ * closed (and logged) once its handshake shows it, or after a short wait. */
+static void accept_strangers(void)
+{
+    for (;;) {
+        struct sockaddr_storage sa;
+        socklen_t sl = sizeof sa;
+        int fd = accept(T.listener, (struct sockaddr *)&sa, &sl);
+        if (fd < 0)
+            return;
+        set_nonblocking(fd);
+        T.strangers = etc_xrealloc(T.strangers, (size_t)(T.nstrangers + 1) * sizeof *T.strangers);
+        stranger *s = &T.strangers[T.nstrangers++];
+        s->fd = fd;
+        s->have = 0;
+        s->deadline = now() + STRANGER_SECONDS;
+        addr_text(&sa, s->addr, sizeof s->addr);
+    }
+}
+
+static void read_strangers(void)
+{
+    for (int i = 0; i < T.nstrangers;) {
+        stranger *s = &T.strangers[i];
+        ssize_t r = recv(s->fd, s->buf + s->have, sizeof s->buf - s->have, MSG_DONTWAIT);
+        if (r > 0)
+            s->have += (size_t)r;
+        if (s->have == sizeof s->buf) {
+            handshake h;
+            memcpy(&h, s->buf, sizeof h);
+            int good = h.magic == HS_MAGIC && memcmp(h.secret, T.secret, SECRET_BYTES) == 0;
+            stranger_close(i, good ? "an unexpected second connection" :
+                                     "it did not present the run's secret");
+            continue;
+        }
+        if (r == 0 || (r < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) {
+            stranger_close(i, "it did not present the run's secret");
+            continue;
+        }
+        if (now() > s->deadline) {
+            stranger_close(i, "no handshake in time");
+            continue;
+        }
+        i++;
+    }
+}
+
+static void control_readable(void)
+{
+    for (;;) {
+        char c;
+        ssize_t r = recv(T.ctl, &c, 1, MSG_DONTWAIT);
+        if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+            return;
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0) /* the launcher is gone: nobody is left to report to */
+            quit_quietly(1);
+        if (c != '\n') {
+            if (T.ctl_len + 1 < sizeof T.ctl_line)
+                T.ctl_line[T.ctl_len++] = c;
+            continue;
+        }
+        T.ctl_line[T.ctl_len] = 0;
+        T.ctl_len = 0;
+        if (strcmp(T.ctl_line, "KILL") == 0)
+            quit_quietly(1); /* the launcher has reported why */
+    }
+}
+
+/* Builds the poll set: peers, the launcher, the listener, strangers. */
+static int poll_set(void)
+{
+    int m = 0;
+    for (int k = 0; k < T.n; k++) {
+        if (k == T.me || T.peers[k].fd < 0)
+            continue;
+        short ev = POLLIN;
+        if (T.peers[k].out.off < T.peers[k].out.len)
+            ev |= POLLOUT;
+        T.pfds[m++] = (struct pollfd){T.peers[k].fd, ev, 0};
+    }
+    T.pfds[m++] = (struct pollfd){T.ctl, POLLIN, 0};
+    T.pfds[m++] = (struct pollfd){T.listener, POLLIN, 0};
+    T.pfds = etc_xrealloc(T.pfds, (size_t)(T.n + 2 + T.nstrangers) * sizeof *T.pfds);
+    for (int i = 0; i < T.nstrangers; i++)
+        T.pfds[m++] = (struct pollfd){T.strangers[i].fd, POLLIN, 0};
+    return m;
+}
+
+static int poll_now(int timeout_ms)
+{
+    int m = poll_set();
+    int r = poll(T.pfds, (nfds_t)m, timeout_ms);
+    if (r <= 0)
+        return 0;
+    int count = 0, j = 0;
+    for (int k = 0; k < T.n; k++) {
+        if (k == T.me || T.peers[k].fd < 0)
+            continue;
+        short re = T.pfds[j++].revents;
+        if (re & (POLLIN | POLLHUP | POLLERR))
+            count += read_peer(k);
+    }
+    if (T.pfds[j++].revents)
+        control_readable();
+    if (T.pfds[j++].revents & POLLIN)
+        accept_strangers();
+    if (T.nstrangers)
+        read_strangers();
+    return count;
+}
+
+int etc_net_poll(void)
+{
+    if (T.n == 1 || T.polling)
+        return 0;
+    T.polling = 1;
+    flush_all();
+    int count = poll_now(0);
+    flush_all();
+    T.polling = 0;
+    return count;
+}
+
+/* A poll costs system calls, so at thread boundaries it happens at most every
+ * POLL_INTERVAL_NS; the clock itself is read only every `budget` boundaries,
+ * and the budget adapts to how long threads run. Output is flushed at every
+ * boundary that has some: that is the coalescing window. */
+void etc_net_boundary(void)
+{
+    if (T.out_pending)
+        flush_all();
+    if (++T.tick < T.budget)
+        return;
+    T.tick = 0;
+    uint64_t t = ticks();
+    uint64_t dt = t - T.last;
+    if (dt < T.interval) {
+        if (T.budget < 64)
+            T.budget *= 2;
+        return;
+    }
+    if (dt > 4 * T.interval && T.budget > 1)
+        T.budget /= 2;
+    T.last = t;
+    etc_net_poll();
+}
+
+void etc_net_wait(double seconds)
+{
+    if (T.n == 1)
+        return;
+    flush_all();
+    int ms = seconds < 0 ? -1 : (int)(seconds * 1000.0 + 0.999);
+    if (T.nstrangers && (ms < 0 || ms > 200))
+        ms = 200;
+    poll_now(ms);
+}
+
+/* ---------------------------------------------------------------- the end */
+
+void etc_net_finish(void)
+{
+    fflush(stdout);
+    fflush(stderr);
+    if (T.n > 1) {
+        T.finishing = 1;
+        frame_hdr bye = {0, NET_BYE, 0};
+        for (int k = 0; k < T.n; k++) {
+            peer *p = &T.peers[k];
+            if (k == T.me || p->fd < 0)
+                continue;
+            buf_reserve(&p->out, sizeof bye);
+            buf_put(&p->out, &bye, sizeof bye);
+        }
+        ctl_send("FINISHED\n");
+        /* Drain: our output to everyone, then everyone's goodbye and EOF, so no
+         * connection is reset while the other side still has data to read. */
+        double deadline = now() + 10.0;
+        for (;;) {
+            flush_all();
+            int open = 0;
+            for (int k = 0; k < T.n; k++) {
+                peer *p = &T.peers[k];
+                if (k == T.me || p->fd < 0)
+                    continue;
+                if (p->out.off == p->out.len)
+                    shutdown(p->fd, SHUT_WR);
+                open++;
+            }
+            if (!open || now() > deadline)
+                break;
+            poll_now(100);
+        }
+    } else if (T.ctl >= 0) {
+        ctl_send("FINISHED\n");
+    }
+    exit(0);
+}
+
+void etc_net_abort(void)
+{
+    ctl_send("FATAL\n");
+    quit_quietly(1);
+}
+
+/* ---------------------------------------------------------------- start-up */
+
+static int hexval(int c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F')
+        return c - 'A' + 10;
+    return -1;
+}
+
+/* The secret is the first line of standard input, read byte by byte so that
+ * nothing after it is taken from the program's own input. */
+static void read_secret(void)
+{
+    char line[2 * SECRET_BYTES + 2];
+    size_t k = 0;
+    for (;;) {
+        char c;
+        ssize_t r = read(0, &c, 1);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0 || c == '\n')
+            break;
+        if (k < sizeof line - 1)
+            line[k++] = c;
+    }
+    if (k != 2 * SECRET_BYTES)
+        etc_die("tcp node: the launcher's secret is missing from standard input (start tcp "
+                "programs with etcrun)");
+    for (int i = 0; i < SECRET_BYTES; i++) {
+        int hi = hexval(line[2 * i]), lo = hexval(line[2 * i + 1]);
+        if (hi < 0 || lo < 0)
+            etc_die("tcp node: malformed secret on standard input");
+        T.secret[i] = (unsigned char)(hi * 16 + lo);
+    }
+}
+
+static int connect_to(const char *hostport, char *err, size_t errcap)
+{
+    char host[256];
+    snprintf(host, sizeof host, "%s", hostport);
+    char *colon = strrchr(host, ':');
+    if (!colon) {
+        snprintf(err, errcap, "bad address '%s'", hostport);
+        return -1;
+    }
+    *colon = 0;
+    const char *h = host;
+    if (*h == '[') { /* [v6]:port */
+        h++;
+        char *end = strchr(host, ']');
+        if (end)
+            *end = 0;
+    }
+    struct addrinfo hints = {0}, *res;
+    hints.ai_socktype = SOCK_STREAM;
+    int rc = getaddrinfo(h, colon + 1, &hints, &res);
+    if (rc != 0) {
+        snprintf(err, errcap, "%s: %s", hostport, gai_strerror(rc));
+        return -1;
+    }
+    int fd = -1;
+    for (struct addrinfo *a = res; a; a = a->ai_next) {
+        fd = socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);
+        if (fd < 0)
+            continue;
+        if (connect(fd, a->ai_addr, a->ai_addrlen) == 0)
+            break;
+        snprintf(err, errcap, "%s: %s", hostport, strerror(errno));
+        close(fd);
+        fd = -1;
+    }
+    freeaddrinfo(res);
+    return fd;
+}
+
+static void die_startup(const char *fmt, ...) __attribute__((noreturn, format(printf, 1, 2)));
+static void die_startup(const char *fmt, ...)
+{
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "etc: error: node %d: %s\n", T.me, msg);
+    ctl_send("FATAL\n");
+    quit_quietly(1);
+}
+
+/* A listener on the interface this node uses to reach the launcher. */
+static int listen_near(int ctl, char *addr, size_t cap)
+{
+    struct sockaddr_storage sa;
+    socklen_t sl = sizeof sa;
+    if (getsockname(ctl, (struct sockaddr *)&sa, &sl) < 0)
+        die_startup("getsockname: %s", strerror(errno));
+    if (sa.ss_family == AF_INET)
+        ((struct sockaddr_in *)&sa)->sin_port = 0;
+    else
+        ((struct sockaddr_in6 *)&sa)->sin6_port = 0;
+    int fd = socket(sa.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sl) < 0 || listen(fd, 128) < 0)
+        die_startup("cannot listen: %s", strerror(errno));
+    sl = sizeof sa;
+    getsockname(fd, (struct sockaddr *)&sa, &sl);
+    addr_text(&sa, addr, cap);
+    return fd;
+}
+
+static void hello_peer(int k, int fd)
+{
+    handshake h = {HS_MAGIC, WIRE_VERSION, (uint16_t)T.me, {0}};
+    memcpy(h.secret, T.secret, SECRET_BYTES);
+    handshake r;
+    if (write_exact(fd, &h, sizeof h) < 0 || read_exact(fd, &r, sizeof r) < 0)
+        die_startup("node %d (%s) closed the connection during the handshake", k,
+                    T.peers[k].addr);
+    if (r.magic != HS_MAGIC || r.version != WIRE_VERSION || r.node != k ||
+        memcmp(r.secret, T.secret, SECRET_BYTES) != 0)
+        die_startup("node %d (%s) answered the handshake wrongly", k, T.peers[k].addr);
+}
+
+/* Accepts the nodes above this one; strangers are closed and logged. */
+static void accept_peers(double deadline)
+{
+    int want = T.n - 1 - T.me;
+    while (want > 0) {
+        struct pollfd pf = {T.listener, POLLIN, 0};
+        int left = (int)((deadline - now()) * 1000);
+        if (left <= 0 || poll(&pf, 1, left) <= 0)
+            die_startup("the other nodes did not connect in time");
+        struct sockaddr_storage sa;
+        socklen_t sl = sizeof sa;
+        int fd = accept(T.listener, (struct sockaddr *)&sa, &sl);
+        if (fd < 0)
+            continue;
+        char from[80];
+        addr_text(&sa, from, sizeof from);
+        struct timeval tv = {(time_t)STRANGER_SECONDS, 0};
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+        handshake h;
+        if (read_exact(fd, &h, sizeof h) < 0 || h.magic != HS_MAGIC ||
+            memcmp(h.secret, T.secret, SECRET_BYTES) != 0) {
+            fprintf(stderr, "etc: warning: node %d: closed a connection from %s: it did not "
+                            "present the run's secret\n", T.me, from);
+            close(fd);
+            continue;
+        }
+        if (h.version != WIRE_VERSION || h.node <= T.me || h.node >= T.n ||
+            T.peers[h.node].fd >= 0) {
+            fprintf(stderr, "etc: warning: node %d: closed a connection from %s: wrong "
+                            "version or node in its handshake\n", T.me, from);
+            close(fd);
+            continue;
+        }
+        tv.tv_sec = 0;
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+        handshake r = {HS_MAGIC, WIRE_VERSION, (uint16_t)T.me, {0}};
+        memcpy(r.secret, T.secret, SECRET_BYTES);
+        if (write_exact(fd, &r, sizeof r) < 0) {
+            close(fd);
+            continue;
+        }
+        T.peers[h.node].fd = fd;
+        want--;
+    }
+}
+
+/* A test hook: ETC_TCP_FAULT=garbage makes this node send node 0 a frame no
+ * node would send, to exercise the receiver's checks. */
+static void inject_fault(void)
+{
+    const char *f = getenv("ETC_TCP_FAULT");
+    if (!f || strcmp(f, "garbage") != 0 || T.me == 0)
+        return;
+    frame_hdr h = {0xFFFFFFF0u, 0x7777, 0};
+    buf_reserve(&T.peers[0].out, sizeof h);
+    buf_put(&T.peers[0].out, &h, sizeof h);
+    T.out_pending = 1;
+}
+
+void etc_net_start(int want, int *node_id, int *num_nodes)
+{
+    T.ctl = -1;
+    T.listener = -1;
+    const char *control = getenv("ETC_TCP_CONTROL");
+    if (!control || !*control) {
+        if (want > 1)
+            etc_die("a tcp program runs on %d nodes only through etcrun "
+                    "(etcrun -n %d ./program ...)", want, want);
+        T.n = 1;
+        *node_id = 0;
+        *num_nodes = 1;
+        return;
+    }
+    const char *node = getenv("ETC_TCP_NODE");
+    T.me = node ? atoi(node) : -1;
+    T.n = want;
+    if (T.n < 1 || T.me < 0 || T.me >= T.n)
+        etc_die("tcp node: bad ETC_TCP_NODE/ETC_NODES from the launcher");
+    uint64_t t0 = ticks();
+    double c0 = now();
+    read_secret();
+    signal(SIGPIPE, SIG_IGN);
+    /* line-buffered output: the launcher relays whole lines, and a line printed
+     * before a crash is not lost in a buffer */
+    setvbuf(stdout, NULL, _IOLBF, 0);
+
+    char err[256] = "";
+    T.ctl = connect_to(control, err, sizeof err);
+    if (T.ctl < 0)
+        etc_die("node %d cannot reach the launcher: %s", T.me, err);
+    tune(T.ctl);
+    char my_addr[80];
+    T.listener = listen_near(T.ctl, my_addr, sizeof my_addr);
+    char hex[2 * SECRET_BYTES + 1];
+    for (int i = 0; i < SECRET_BYTES; i++)
+        snprintf(hex + 2 * i, 3, "%02x", T.secret[i]);
+    /* two addresses of the executable: every node must run the same binary */
+    ctl_send("HELLO %d %d %s %d %s %lx %lx\n", WIRE_VERSION, T.me, hex, (int)getpid(), my_addr,
+             (unsigned long)(uintptr_t)&etc_rts, (unsigned long)(uintptr_t)&etc_net_start);
+
+    char line[16384];
+    if (ctl_line(line, sizeof line) < 0)
+        quit_quietly(1);
+    if (strncmp(line, "KILL", 4) == 0)
+        quit_quietly(1);
+    if (strncmp(line, "TABLE ", 6) != 0)
+        die_startup("unexpected answer from the launcher");
+    T.peers = calloc((size_t)T.n, sizeof *T.peers);
+    T.pfds = calloc((size_t)T.n + 2, sizeof *T.pfds);
+    if (!T.peers || !T.pfds)
+        etc_die("out of memory");
+    char *save = NULL, *tok = strtok_r(line + 6, " ", &save);
+    for (int k = 0; k < T.n; k++) {
+        if (!tok)
+            die_startup("the launcher's table is short");
+        snprintf(T.peers[k].addr, sizeof T.peers[k].addr, "%s", tok);
+        T.peers[k].fd = -1;
+        tok = strtok_r(NULL, " ", &save);
+    }
+    double deadline = now() + 60.0;
+    for (int k = 0; k < T.me; k++) {
+        int fd = connect_to(T.peers[k].addr, err, sizeof err);
+        if (fd < 0)
+            die_startup("cannot connect to node %d: %s", k, err);
+        hello_peer(k, fd);
+        T.peers[k].fd = fd;
+    }
+    accept_peers(deadline);
+    for (int k = 0; k < T.n; k++) {
+        if (k == T.me)
+            continue;
+        tune(T.peers[k].fd);
+        set_nonblocking(T.peers[k].fd);
+    }
+    set_nonblocking(T.listener);
+    ctl_send("READY\n");
+    if (ctl_line(line, sizeof line) < 0 || strcmp(line, "GO") != 0)
+        quit_quietly(1);
+    set_nonblocking(T.ctl);
+    /* calibrate the boundary poll interval in ticks against the clock */
+    double c1 = now();
+    uint64_t t1 = ticks();
+    double per_ns = c1 > c0 ? (double)(t1 - t0) / ((c1 - c0) * 1e9) : 1.0;
+    T.interval = (uint64_t)(POLL_INTERVAL_NS * (per_ns > 0 ? per_ns : 1.0));
+    T.budget = 1;
+    T.last = t1;
+    inject_fault();
+    *node_id = T.me;
+    *num_nodes = T.n;
+}
