@@ -73,9 +73,6 @@ typedef struct etc_node_private {
     int check_quarantine_next;
 } etc_node_private;
 
-/* sched.c */
-void etc_boundary(void);
-
 /* remote.c: sends count work messages; handlers are registered in deliver */
 void etc_send(int dest, int type, const void *a, size_t alen, const void *b, size_t blen);
 void etc_handle_work(int src, int type, const void *body, size_t len);

@@ -43,13 +43,14 @@ uintptr_t etc_make_tag(int node)
     return ETC_GTAG(node);
 }
 
-/* Between two threads: messages in, and the sender-initiated balancers. */
-void etc_boundary(void)
+/* Between two threads: messages in, and the sender-initiated balancers (the
+ * hook is looked up once per run). */
+static inline void boundary(int multi, void (*lb_boundary)(void))
 {
-    if (etc_rts.num_nodes > 1) {
+    if (multi) {
         etc_net_boundary();
-        if (etc_rts.priv->lb->boundary)
-            etc_rts.priv->lb->boundary();
+        if (lb_boundary)
+            lb_boundary();
     }
 }
 
@@ -136,6 +137,8 @@ static void run(void)
     etc_rq *rq = &etc_rts.rq;
     etc_tq *tq = &etc_rts.tq;
     int spins_max = spin_limit();
+    int multi = etc_rts.num_nodes > 1;
+    void (*lb_boundary)(void) = etc_rts.priv->lb->boundary;
     for (;;) {
         if (rq->head != rq->tail) {
             etc_closure c = rq->buf[rq->head++ & rq->mask];
@@ -144,14 +147,14 @@ static void run(void)
 #endif
             ETC_PROF_ADD(threads_run, 1);
             c.ip(c.fp);
-            etc_boundary();
+            boundary(multi, lb_boundary);
         } else if (tq->head != tq->tail) {
             etc_tok t = tq->buf[--tq->tail & tq->mask];
             ETC_PROF_ADD(threads_run, 1);
             ETC_PROF_ADD(tokens_consumed, 1);
             ETC_PROF_ADD(tokens_consumed_local, !t.remote);
             t.fn(t.pp);
-            etc_boundary();
+            boundary(multi, lb_boundary);
         } else if (idle(spins_max)) {
             return;
         }
