@@ -30,6 +30,11 @@ typedef struct {
 } msg_probe;
 
 #define RETRY_SECONDS 20e-6
+/* Node 0 starts a wave only after it has been idle this long: fine-grain programs
+ * are idle for short moments all the time (waiting for a remote answer), and a
+ * wave per moment would double their messages. The end of a run is seen this
+ * much later. */
+#define WAVE_DELAY_SECONDS 200e-6
 
 static etc_term *T(void)
 {
@@ -59,8 +64,10 @@ void etc_term_enter_idle(void)
         t->answered_busy = 0;
         etc_send(0, ETC_M_TERM_IDLE, NULL, 0, NULL, 0);
     }
-    if (etc_rts.node_id == 0)
+    if (etc_rts.node_id == 0) {
         t->want_wave = 1;
+        t->next_wave = etc_time() + WAVE_DELAY_SECONDS;
+    }
 }
 
 void etc_term_leave_idle(void)
@@ -167,6 +174,8 @@ void etc_term_message(int src, int type, const void *body, size_t len)
         if (etc_rts.node_id != 0)
             break;
         t->want_wave = 1;
+        if (t->next_wave <= 0)
+            t->next_wave = etc_time() + WAVE_DELAY_SECONDS;
         return;
     case ETC_M_TERM_EXIT:
         t->over = 1;

@@ -98,6 +98,7 @@ static struct {
     stranger *strangers;
     int nstrangers;
     struct pollfd *pfds;
+    int pfds_cap;
     unsigned char secret[SECRET_BYTES];
     int out_pending;
     int finishing;
@@ -410,10 +411,13 @@ static int read_peer(int k)
     int count = 0;
     for (;;) {
         buf_reserve(&p->in, 65536);
-        ssize_t r = recv(p->fd, p->in.buf + p->in.len, p->in.cap - p->in.len, MSG_DONTWAIT);
+        size_t room = p->in.cap - p->in.len;
+        ssize_t r = recv(p->fd, p->in.buf + p->in.len, room, MSG_DONTWAIT);
         if (r > 0) {
             p->in.len += (size_t)r;
             count += deliver_frames(k);
+            if ((size_t)r < room)
+                break; /* drained (most likely): the next poll sees anything newer */
             continue;
         }
         if (r < 0 && errno == EINTR)
@@ -515,6 +519,10 @@ static void control_readable(void)
 /* Builds the poll set: peers, the launcher, the listener, strangers. */
 static int poll_set(void)
 {
+    if (T.pfds_cap < T.n + 2 + T.nstrangers) {
+        T.pfds_cap = T.n + 2 + T.nstrangers;
+        T.pfds = etc_xrealloc(T.pfds, (size_t)T.pfds_cap * sizeof *T.pfds);
+    }
     int m = 0;
     for (int k = 0; k < T.n; k++) {
         if (k == T.me || T.peers[k].fd < 0)
@@ -526,7 +534,6 @@ static int poll_set(void)
     }
     T.pfds[m++] = (struct pollfd){T.ctl, POLLIN, 0};
     T.pfds[m++] = (struct pollfd){T.listener, POLLIN, 0};
-    T.pfds = etc_xrealloc(T.pfds, (size_t)(T.n + 2 + T.nstrangers) * sizeof *T.pfds);
     for (int i = 0; i < T.nstrangers; i++)
         T.pfds[m++] = (struct pollfd){T.strangers[i].fd, POLLIN, 0};
     return m;
@@ -882,8 +889,7 @@ void etc_net_start(int want, int *node_id, int *num_nodes)
     if (strncmp(line, "TABLE ", 6) != 0)
         die_startup("unexpected answer from the launcher");
     T.peers = calloc((size_t)T.n, sizeof *T.peers);
-    T.pfds = calloc((size_t)T.n + 2, sizeof *T.pfds);
-    if (!T.peers || !T.pfds)
+    if (!T.peers)
         etc_die("out of memory");
     char *save = NULL, *tok = strtok_r(line + 6, " ", &save);
     for (int k = 0; k < T.n; k++) {

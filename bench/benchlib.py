@@ -1,0 +1,222 @@
+"""Shared helpers of the benchmarks: building, running, timing, tables, plots.
+
+Every figure is a ratio against a baseline measured in the same run (the machines are
+shared and noisy); times are medians of several runs.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+BENCH = ROOT / "bench"
+OUT = BENCH / "out"  # binaries and scratch (not committed)
+PLOTS = BENCH / "plots"
+BIN = Path(sys.executable).parent
+
+
+class BenchError(Exception):
+    pass
+
+
+@dataclass
+class Section:
+    """One part of the report."""
+
+    title: str
+    body: list[str] = field(default_factory=list)
+    data: dict[str, object] = field(default_factory=dict)
+
+    def add(self, *lines: str) -> None:
+        self.body.extend(lines)
+
+    def markdown(self) -> str:
+        return f"## {self.title}\n\n" + "\n".join(self.body).rstrip() + "\n"
+
+
+def table(header: Sequence[str], rows: Sequence[Sequence[object]]) -> list[str]:
+    def cell(v: object) -> str:
+        if isinstance(v, float):
+            return f"{v:.3g}" if abs(v) < 1000 else f"{v:,.0f}"
+        return str(v)
+    out = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    out += ["| " + " | ".join(cell(v) for v in r) + " |" for r in rows]
+    return out + [""]
+
+
+def run(cmd: Sequence[str], env: dict[str, str] | None = None, timeout: float = 600,
+        cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    proc = subprocess.run(list(cmd), capture_output=True, text=True, timeout=timeout,
+                          check=False, env=env, cwd=cwd or ROOT)
+    if proc.returncode != 0:
+        raise BenchError(f"{' '.join(map(str, cmd))} failed ({proc.returncode}):\n"
+                         f"{proc.stderr[-2000:]}")
+    return proc
+
+
+def etcc(src: Path, out: Path, *flags: str) -> Path:
+    out.parent.mkdir(parents=True, exist_ok=True)
+    run([str(BIN / "etcc"), "-O2", *flags, str(src), "-o", str(out)])
+    return out
+
+
+def cc(srcs: Sequence[Path], out: Path, *flags: str, cxx: bool = False) -> Path:
+    out.parent.mkdir(parents=True, exist_ok=True)
+    compiler = os.environ.get("CXX", "g++") if cxx else os.environ.get("CC", "cc")
+    run([compiler, "-O2", *map(str, srcs), "-o", str(out), *flags])
+    return out
+
+
+def etcrun(prog: Path, *args: str, nodes: int = 1, env: dict[str, str] | None = None,
+           timeout: float = 600) -> subprocess.CompletedProcess[str]:
+    return run([str(BIN / "etcrun"), "-n", str(nodes), str(prog), *args],
+               env={**os.environ, **(env or {})}, timeout=timeout)
+
+
+def timed(fn: Callable[[], object], repeats: int) -> tuple[float, list[float]]:
+    """Median wall time of `fn` over `repeats` runs (seconds), and all samples."""
+    samples = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        fn()
+        samples.append(time.perf_counter() - t0)
+    return statistics.median(samples), samples
+
+
+def median_of(values: Sequence[float]) -> float:
+    return statistics.median(values)
+
+
+def number(pattern: str, text: str) -> float:
+    m = re.search(pattern, text)
+    if not m:
+        raise BenchError(f"no match for {pattern!r} in:\n{text[-1000:]}")
+    return float(m.group(1))
+
+
+def cpu_ghz() -> float:
+    """The nominal clock, for converting ns to cycles (TSC rate on x86)."""
+    try:
+        text = Path("/proc/cpuinfo").read_text()
+        m = re.search(r"cpu MHz\s*:\s*([\d.]+)", text)
+        if m:
+            return float(m.group(1)) / 1000
+    except OSError:
+        pass
+    return 1.0
+
+
+def machine() -> dict[str, str]:
+    info = {"host": platform.node(), "kernel": platform.release(),
+            "python": platform.python_version(), "cpus": str(os.cpu_count())}
+    try:
+        text = Path("/proc/cpuinfo").read_text()
+        m = re.search(r"model name\s*:\s*(.+)", text)
+        info["cpu"] = m.group(1).strip() if m else "?"
+    except OSError:
+        info["cpu"] = "?"
+    info["ghz"] = f"{cpu_ghz():.2f}"
+    cc_v = subprocess.run(["cc", "--version"], capture_output=True, text=True, check=False)
+    info["cc"] = cc_v.stdout.splitlines()[0] if cc_v.stdout else "?"
+    return info
+
+
+def ensure_package(module: str, pip_name: str) -> bool:
+    """Installs a Python package into this venv for plotting (from PyPI)."""
+    try:
+        __import__(module)
+        return True
+    except ImportError:
+        pass
+    proc = subprocess.run([sys.executable, "-m", "pip", "install", "-q", pip_name],
+                          capture_output=True, text=True, check=False)
+    if proc.returncode != 0:
+        return False
+    try:
+        __import__(module)
+        return True
+    except ImportError:
+        return False
+
+
+def ensure_debian(header: str, package: str) -> bool:
+    """The bench installs peers' libraries (TBB) from Debian when it may."""
+    if Path(header).exists():
+        return True
+    if os.geteuid() != 0 or shutil.which("apt-get") is None:
+        return False
+    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+    subprocess.run(["apt-get", "install", "-y", "-qq", package], capture_output=True,
+                   env=env, check=False, timeout=900)
+    return Path(header).exists()
+
+
+def plot_bars(name: str, title: str, labels: Sequence[str], series: dict[str, list[float]],
+              ylabel: str, log: bool = False) -> str | None:
+    """A grouped bar chart saved as bench/plots/NAME.png; returns its markdown."""
+    if not ensure_package("matplotlib", "matplotlib"):
+        return None
+    import matplotlib  # noqa: PLC0415
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt  # noqa: PLC0415
+
+    PLOTS.mkdir(parents=True, exist_ok=True)
+    fig, ax = plt.subplots(figsize=(max(6, len(labels) * 0.9), 3.6))
+    width = 0.8 / max(1, len(series))
+    for i, (sname, values) in enumerate(series.items()):
+        xs = [x + i * width for x in range(len(labels))]
+        ax.bar(xs, values, width, label=sname)
+    ax.set_xticks([x + width * (len(series) - 1) / 2 for x in range(len(labels))])
+    ax.set_xticklabels(labels, rotation=30, ha="right", fontsize=8)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title, fontsize=10)
+    if log:
+        ax.set_yscale("log")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    path = PLOTS / f"{name}.png"
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return f"![{title}](plots/{name}.png)"
+
+
+def plot_lines(name: str, title: str, xs: Sequence[float], series: dict[str, list[float]],
+               xlabel: str, ylabel: str, logx: bool = False) -> str | None:
+    if not ensure_package("matplotlib", "matplotlib"):
+        return None
+    import matplotlib  # noqa: PLC0415
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt  # noqa: PLC0415
+
+    PLOTS.mkdir(parents=True, exist_ok=True)
+    fig, ax = plt.subplots(figsize=(6, 3.6))
+    for sname, values in series.items():
+        ax.plot(xs, values, marker="o", label=sname)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title, fontsize=10)
+    if logx:
+        ax.set_xscale("log")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    path = PLOTS / f"{name}.png"
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return f"![{title}](plots/{name}.png)"
+
+
+def save_json(path: Path, data: object) -> None:
+    path.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
