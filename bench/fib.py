@@ -1,0 +1,138 @@
+"""fib with every call a TOKEN against plain C, OpenMP tasks and TBB task_group
+(issues 4, 5, 8), and this machine's own parallel capacity.
+
+The capacity baseline: two copies of the same sequential program run at once,
+against one copy. On a machine whose two CPUs are SMT siblings of one core,
+integer-heavy code gets little from the second CPU; no runtime can beat that, so
+every two-way speedup below is also given as a fraction of it."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import time
+
+from benchlib import (
+    BENCH,
+    OUT,
+    ROOT,
+    Section,
+    cc,
+    ensure_debian,
+    etcc,
+    etcrun,
+    median_of,
+    number,
+    table,
+)
+
+
+def _secs(proc: subprocess.CompletedProcess[str]) -> float:
+    return number(r"time: ([\d.]+) s", proc.stderr)
+
+
+def capacity(prog: list[str], repeats: int) -> tuple[float, float, float]:
+    """(time of one copy, time of two concurrent copies, capacity = 2 t1 / t2)."""
+    def once() -> float:
+        t0 = time.perf_counter()
+        subprocess.run(prog, check=True, capture_output=True)
+        return time.perf_counter() - t0
+
+    def pair() -> float:
+        t0 = time.perf_counter()
+        ps = [subprocess.Popen(prog, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+              for _ in range(2)]
+        for p in ps:
+            p.wait()
+        return time.perf_counter() - t0
+
+    t1 = median_of([once() for _ in range(repeats)])
+    t2 = median_of([pair() for _ in range(repeats)])
+    return t1, t2, 2 * t1 / t2
+
+
+def _calls(n: int) -> int:
+    a, b = 1, 1  # calls(0) = calls(1) = 1; calls(n) = 1 + calls(n-1) + calls(n-2)
+    for _ in range(n - 1):
+        a, b = b, a + b + 1
+    return b if n > 0 else 1
+
+
+def bench(quick: bool) -> Section:
+    reps = 3 if quick else 5
+    sec = Section("fib with every call a TOKEN, against OpenMP tasks and TBB (issues 4, 5, 8)")
+    peers = BENCH / "peers"
+    seq_c = cc([peers / "fib_seq.c"], OUT / "peers" / "fib_seq")
+    omp = cc([peers / "fib_omp.c"], OUT / "peers" / "fib_omp", "-fopenmp")
+    have_tbb = ensure_debian("/usr/include/tbb/task_group.h", "libtbb-dev")
+    tbb = cc([peers / "fib_tbb.cpp"], OUT / "peers" / "fib_tbb", "-ltbb", cxx=True) \
+        if have_tbb else None
+    fib_tc = ROOT / "samples" / "fib.tc"
+    progs = {t: etcc(fib_tc, OUT / "fib" / f"fib-{t}", "-target", t) for t in
+             ("seq", "smp", "tcp")}
+
+    def etc_time(target: str, n: int, nodes: int) -> float:
+        return median_of([_secs(etcrun(progs[target], str(n), nodes=nodes))
+                          for _ in range(reps)])
+
+    def peer_time(cmd: list[str], env: dict[str, str] | None = None) -> float:
+        return median_of([_secs(subprocess.run(cmd, capture_output=True, text=True,
+                                               check=True, env={**os.environ, **(env or {})}))
+                          for _ in range(reps)])
+
+    # ---- one core (issue 4): fib(30)
+    n1 = 30
+    calls1 = _calls(n1)
+    t_c = peer_time([str(seq_c), str(n1)])
+    t_seq = etc_time("seq", n1, 1)
+    t_omp1 = peer_time([str(omp), str(n1)], {"OMP_NUM_THREADS": "1"})
+    t_tbb1 = peer_time([str(tbb), str(n1), "1"]) if tbb else None
+    rows = [["plain recursive C (gcc -O2)", t_c, t_c / calls1 * 1e9, t_c / t_seq],
+            ["etc, seq target (every call a TOKEN)", t_seq, t_seq / calls1 * 1e9, 1.0],
+            ["OpenMP tasks, 1 thread (libgomp)", t_omp1, t_omp1 / calls1 * 1e9, t_omp1 / t_seq]]
+    if t_tbb1 is not None:
+        rows.append(["TBB task_group, 1 thread", t_tbb1, t_tbb1 / calls1 * 1e9, t_tbb1 / t_seq])
+    sec.add(f"**One core, fib({n1})** ({calls1:,} calls), median of {reps} runs; the "
+            "ratio is each time over etc's.", "")
+    sec.add(*table(["version", "seconds", "ns per call", "time / etc"], rows))
+    if t_tbb1 is not None:
+        sec.add(f"Goal (issue 4): faster per call than TBB task_group on one thread: etc "
+                f"{t_seq / calls1 * 1e9:.1f} ns vs TBB {t_tbb1 / calls1 * 1e9:.1f} ns per call "
+                f"(**{'met' if t_seq < t_tbb1 else 'not met'}**, {t_tbb1 / t_seq:.1f}x).", "")
+    else:
+        sec.add("TBB is not installed and could not be (libtbb-dev needs root): no TBB "
+                "column.", "")
+    # ---- two nodes (issue 5) and tcp (issue 8): fib(32)
+    n2 = 32
+    cap = capacity([str(seq_c), "39"], reps)
+    t1 = etc_time("smp", n2, 1)
+    t2 = etc_time("smp", n2, 2)
+    t_tcp2 = etc_time("tcp", n2, 2)
+    o1 = peer_time([str(omp), str(n2)], {"OMP_NUM_THREADS": "1"})
+    o2 = peer_time([str(omp), str(n2)], {"OMP_NUM_THREADS": "2"})
+    rows2 = [["etc smp, 1 node", t1, 1.0], ["etc smp, 2 nodes", t2, t1 / t2],
+             ["etc tcp, 2 nodes", t_tcp2, t1 / t_tcp2],
+             ["OpenMP tasks, 1 thread", o1, t1 / o1], ["OpenMP tasks, 2 threads", o2, t1 / o2]]
+    if tbb:
+        b1 = peer_time([str(tbb), str(n2), "1"])
+        b2 = peer_time([str(tbb), str(n2), "2"])
+        rows2 += [["TBB task_group, 1 thread", b1, t1 / b1], ["TBB task_group, 2 threads", b2,
+                                                               t1 / b2]]
+    sec.add(f"**Two nodes, fib({n2})**, same binary on 1 and 2 nodes; speedup is over etc "
+            "smp on 1 node.", "")
+    sec.add(*table(["version", "seconds", "speedup vs etc 1 node"], rows2))
+    speedup = t1 / t2
+    sec.add(f"This machine's two-way capacity, measured in the same run: two concurrent "
+            f"copies of plain C fib(39) take {cap[1]:.3f} s against {cap[0]:.3f} s for one, "
+            f"a capacity of **{cap[2]:.2f}x** (2.00 would be two independent cores; these two "
+            f"CPUs behave like SMT siblings for integer code).", "")
+    sec.add(f"Goal (issue 5): 2 nodes against 1 node, speedup 1.8 or more: **{speedup:.2f}x** "
+            f"({'met' if speedup >= 1.8 else 'not met'}); that is "
+            f"{speedup / cap[2]:.0%} of what this machine can give two processes. "
+            + (f"Against TBB with 2 threads: etc is {b2 / t2:.1f}x faster "
+               f"(**{'met' if t2 < b2 else 'not met'}**)." if tbb else ""), "")
+    sec.add(f"tcp (issue 8): fib({n2}) on 2 tcp nodes takes {t_tcp2:.3f} s against "
+            f"{t2:.3f} s on 2 smp nodes ({t_tcp2 / t2:.2f}x).", "")
+    sec.data = {"fib30_seq": t_seq, "fib30_c": t_c, "fib30_tbb1": t_tbb1, "fib32_smp1": t1,
+                "fib32_smp2": t2, "fib32_tcp2": t_tcp2, "capacity": cap[2]}
+    return sec

@@ -1,0 +1,344 @@
+"""EARTH operation costs (thesis chapter 6, Tables 6.1-6.4) on seq, smp and tcp.
+
+Local costs run on the seq target (issue 4); remote ones between node 0 and node 1
+on smp (issue 5) and tcp (issue 8). Each figure is the median of several runs of
+bench/ops/ops.tc, in ns and in cycles at this machine's clock, next to the thesis's
+figure on its 120 MHz P2SC (cycles = ns / 8.33), as a ratio. Baselines measured in
+the same run: memcpy for block moves, a raw TCP ping-pong and stream for tcp.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from benchlib import (
+    BENCH,
+    OUT,
+    Section,
+    cc,
+    cpu_ghz,
+    etcc,
+    etcrun,
+    median_of,
+    number,
+    plot_bars,
+    run,
+    table,
+)
+
+THESIS_MHZ = 120.0
+# Table 6.1, local EU costs (ns)
+T61 = {"SYNC": 145.13, "SPAWN": 109.73, "END_THREAD": 920.30, "INCR_SYNC": 168.04,
+       "DATA_SYNC": 170.61, "GET_SYNC": 173.85,
+       "INVOKE(1)": 119.14, "END_FUNCTION(1)": 1044.41, "INVOKE(5)": 126.74,
+       "END_FUNCTION(5)": 1114.69, "INVOKE(9)": 134.02, "END_FUNCTION(9)": 1177.44,
+       "INVOKE(18)": 180.26, "END_FUNCTION(18)": 1203.32}
+# Table 6.2 (ns): local seq, remote seq, local pipelined, remote pipelined
+T62 = {"sync": (1117.18, 22750.51, 200.53, 3580.52),
+       "spawn": (1094.68, 22623.864, None, None),
+       "read word": (1263.69, 44695.379, 268.174, 5790.639),
+       "write word": (1176.486, 44714.817, 225.756, 5751.444),
+       "function call (1)": (2373.947, 45444.014, 1420.094, 6635.911),
+       "function call (5)": (2464.970, 46504.802, 1505.723, 7111.021),
+       "function call (9)": (2547.251, 46312.331, 1592.606, 7383.772),
+       "function call (18)": (2641.083, 46734.277, 1678.828, 7016.261)}
+# Table 6.3 (ns per op): DATA_SYNC_x and GET_SYNC_x, local and remote
+T63 = {("write", 1): (282, 5933), ("write", 2): (272, 5882), ("write", 4): (256, 5844),
+       ("write", 8): (238, 5668), ("read", 1): (328, 5921), ("read", 2): (322, 5892),
+       ("read", 4): (307, 5900), ("read", 8): (333, 5677)}
+# Table 6.4: block moves, MB/s
+T64 = {"local": 243.22, "remote": 95.06}
+
+
+class Ops:
+    def __init__(self, target: str, repeats: int) -> None:
+        self.target = target
+        self.repeats = repeats
+        self.prog = etcc(BENCH / "ops" / "ops.tc", OUT / "ops" / f"ops-{target}",
+                         "-target", target)
+        self.nodes = 1 if target == "seq" else 2
+
+    def measure(self, test: str, count: int, arg: int = 0, node: int = 0,
+                extra: str | None = None) -> float | tuple[float, float]:
+        """Median ns per operation (and MB/s where there is one)."""
+        ns, mbs, extras = [], [], []
+        for _ in range(self.repeats):
+            out = etcrun(self.prog, test, str(count), str(arg), str(node),
+                         nodes=self.nodes).stdout
+            line = next(x for x in out.splitlines() if x.startswith(test + " "))
+            f = line.split()
+            ns.append(float(f[3]))
+            if len(f) > 4:
+                mbs.append(float(f[4]))
+            if extra:
+                extras.append(number(rf"{extra} {arg} 0 ([\d.]+)", out))
+        if extra:
+            return median_of(ns), median_of(extras)
+        if mbs:
+            return median_of(ns), median_of(mbs)
+        return median_of(ns)
+
+
+def cycles(ns: float, ghz: float) -> float:
+    return ns * ghz
+
+
+def thesis_cycles(ns: float) -> float:
+    return ns * THESIS_MHZ / 1000.0
+
+
+def local_table(quick: bool) -> Section:
+    ghz = cpu_ghz()
+    ops = Ops("seq", 3 if quick else 5)
+    n = 200_000 if quick else 1_000_000
+    sec = Section("Local operation costs, seq target (thesis Tables 6.1 and 6.2; issue 4)")
+    sec.add(f"One node (seq target), mean of {n:,} operations per run, median of "
+            f"{ops.repeats} runs; cycles at {ghz:.2f} GHz. The thesis's figures are from a "
+            "120 MHz P2SC (1 cycle = 8.33 ns). Ratio = our cycles / thesis cycles: below 1 "
+            "means fewer cycles than in 1999.", "")
+    rows, ratios = [], {}
+    costs = {
+        "SYNC": ops.measure("sync", n),
+        "SPAWN": ops.measure("spawn", n),
+        "INCR_SYNC": ops.measure("incr_sync", n),
+        "DATA_SYNC": ops.measure("data_sync", n),
+        "GET_SYNC": ops.measure("get_sync", n),
+    }
+    switch = ops.measure("switch", n)
+    costs["END_THREAD"] = max(0.0, float(switch) - float(costs["SPAWN"]))  # type: ignore[arg-type]
+    for k in (1, 5, 9, 18):
+        total, issue = ops.measure("invoke", n, k, extra="invoke_issue")  # type: ignore[misc]
+        costs[f"INVOKE({k})"] = issue
+        costs[f"END_FUNCTION({k})"] = total - issue
+    for name, ns in costs.items():
+        ns = float(ns)  # type: ignore[arg-type]
+        ours, old = cycles(ns, ghz), thesis_cycles(T61[name])
+        ratios[name] = ours / old
+        rows.append([name, ns, ours, old, ours / old])
+    inv = {k: costs[f"INVOKE({k})"] + costs[f"END_FUNCTION({k})"] for k in (1, 5, 9, 18)}
+    for k, ns in inv.items():
+        old = thesis_cycles(T61[f"INVOKE({k})"] + T61[f"END_FUNCTION({k})"])
+        rows.append([f"INVOKE({k})+END_FUNCTION({k})", ns, cycles(ns, ghz), old,
+                     cycles(ns, ghz) / old])
+        ratios[f"INVOKE({k})+END_FUNCTION({k})"] = cycles(ns, ghz) / old
+    sec.add("**Issue costs (Table 6.1, EU costs)**", "")
+    sec.add(*table(["operation", "ns", "cycles", "thesis cycles", "ratio"], rows))
+    sec.add("END_THREAD is measured as a thread that SPAWNs its successor and ends (end of "
+            "thread, dispatch of the next) minus the SPAWN issue cost.", "")
+    lat_rows = []
+    seq = {
+        "sync": ops.measure("sync_seq", n // 4),
+        "spawn": ops.measure("spawn_seq", n // 4),
+        "read word": ops.measure("read_seq", n // 4, 4)[0],  # type: ignore[index]
+        "write word": ops.measure("write_seq", n // 4, 4)[0],  # type: ignore[index]
+    }
+    pipe = {
+        "sync": ops.measure("sync_pipe", 10_000),
+        "read word": ops.measure("read_pipe", 10_000, 4)[0],  # type: ignore[index]
+        "write word": ops.measure("write_pipe", 10_000, 4)[0],  # type: ignore[index]
+    }
+    for k in (1, 5, 9, 18):
+        seq[f"function call ({k})"] = ops.measure("call_seq", n // 4, k)
+        pipe[f"function call ({k})"] = ops.measure("call_pipe", 10_000, k)
+    for name, (l_seq, _, l_pipe, _) in T62.items():
+        s_ns = float(seq[name])  # type: ignore[arg-type]
+        row = [name, s_ns, cycles(s_ns, ghz), thesis_cycles(l_seq),
+               cycles(s_ns, ghz) / thesis_cycles(l_seq)]
+        if l_pipe is not None and name in pipe:
+            p_ns = float(pipe[name])  # type: ignore[arg-type]
+            row += [p_ns, cycles(p_ns, ghz) / thesis_cycles(l_pipe)]
+        else:
+            row += ["NA", "NA"]
+        lat_rows.append(row)
+        ratios[f"latency {name}"] = cycles(s_ns, ghz) / thesis_cycles(l_seq)
+    sec.add("**Local latencies (Table 6.2)**: from the issuing thread to the thread the "
+            "operation enables; sequential (one at a time) and pipelined (10,000 at once).",
+            "")
+    sec.add(*table(["operation", "seq ns", "seq cycles", "thesis cycles", "ratio",
+                    "pipelined ns", "pipelined ratio"], lat_rows))
+    goals = {"SYNC": 17, "SPAWN": 13, "INVOKE(1)+END_FUNCTION(1)": 140,
+             "latency sync": 134, "latency function call (1)": 285}
+    worst = max(ratios.values())
+    sec.add(f"Goal (issue 4): no operation costs more cycles than on the thesis's machine "
+            f"(SYNC 17, SPAWN 13, INVOKE(1)+END_FUNCTION(1) 140, sequential sync latency "
+            f"134, function call(1) latency 285 cycles). Largest ratio over every row: "
+            f"**{worst:.3f}** ({'met' if worst < 1 else 'not met'}); the named five: "
+            + ", ".join(f"{k} {ratios[k]:.3f}" for k in goals) + ".", "")
+    plot = plot_bars("local_ops", "Local operations: cycles, etc (this machine) vs thesis",
+                     [r[0] for r in rows], {"etc": [r[2] for r in rows],
+                                            "thesis 1999": [r[3] for r in rows]},
+                     "cycles", log=True)
+    if plot:
+        sec.add(plot, "")
+    sec.data = {"costs_ns": {k: float(v) for k, v in costs.items()},  # type: ignore[arg-type]
+                "ratios": ratios}
+    return sec
+
+
+def remote_table(target: str, quick: bool) -> Section:
+    ghz = cpu_ghz()
+    ops = Ops(target, 3 if quick else 5)
+    issue = "5" if target == "smp" else "8"
+    sec = Section(f"Remote operations between two {target} nodes (Tables 6.2-6.4; "
+                  f"issue {issue})")
+    seq_n = 20_000 if target == "tcp" else 100_000
+    pipe_n = 100_000 if quick else 1_000_000
+    sec.add(f"Node 0 operates on node 1 ({target} target, 2 nodes on this 2-core machine); "
+            f"median of {ops.repeats} runs. Sequential = one operation at a time, each a "
+            "round trip; pipelined = many at once, time per operation.", "")
+    rows = []
+    results: dict[str, float] = {}
+    for name, (_, r_seq, _, r_pipe) in T62.items():
+        simple = {"sync": ("sync", 0), "spawn": ("spawn", 0), "read word": ("read", 4),
+                  "write word": ("write", 4)}
+        test, k = simple[name] if name in simple else ("call", int(name.split("(")[1][:-1]))
+        s = ops.measure(f"{test}_seq", seq_n, k, 1)
+        s_ns = s[0] if isinstance(s, tuple) else s
+        row: list[object] = [name, s_ns, cycles(s_ns, ghz), thesis_cycles(r_seq),
+                             cycles(s_ns, ghz) / thesis_cycles(r_seq)]
+        results[f"{name} seq"] = s_ns
+        if r_pipe is not None:
+            p = ops.measure(f"{test}_pipe", pipe_n if test == "sync" else pipe_n // 10, k, 1)
+            p_ns = p[0] if isinstance(p, tuple) else p
+            results[f"{name} pipe"] = p_ns
+            row += [p_ns, 1e3 / p_ns, cycles(p_ns, ghz) / thesis_cycles(r_pipe)]
+        else:
+            row += ["NA", "NA", "NA"]
+        rows.append(row)
+    sec.add(*table(["operation", "seq ns (round trip)", "cycles", "thesis cycles", "ratio",
+                    "pipelined ns/op", "pipelined M ops/s", "pipelined ratio"], rows))
+    drows = []
+    for (kind, size), (t_local, t_remote) in T63.items():
+        res_l = ops.measure(f"{kind}_pipe", pipe_n // 10, size, 0)
+        res_r = ops.measure(f"{kind}_pipe", pipe_n // 10, size, 1)
+        assert isinstance(res_l, tuple) and isinstance(res_r, tuple)
+        name = ("DATA_SYNC_" if kind == "write" else "GET_SYNC_") + "BSxLxxxD"[size - 1]
+        drows.append([name, res_l[0], res_l[1], t_local, res_r[0], res_r[1], t_remote])
+    sec.add("**Data transfers (Table 6.3)**: pipelined, ns per operation and MB/s; thesis "
+            "ns beside.", "")
+    sec.add(*table(["operation", "local ns", "local MB/s", "thesis local ns", "remote ns",
+                    "remote MB/s", "thesis remote ns"], drows))
+    brows = []
+    mb = 1 << 20
+    for size in (4096, 65536, mb, 16 * mb):
+        count = max(4, (64 * mb if not quick else 16 * mb) // size)
+        loc = ops.measure("blkmov", count, size, 0)
+        rem = ops.measure("blkmov", count, size, 1)
+        mem = ops.measure("memcpy", count, size, 0)
+        assert isinstance(loc, tuple) and isinstance(rem, tuple) and isinstance(mem, tuple)
+        brows.append([f"{size // 1024} KiB", loc[1], rem[1], mem[1], rem[1] / mem[1]])
+        results[f"blkmov {size}"] = rem[1]
+        results[f"memcpy {size}"] = mem[1]
+    sec.add("**Block moves (Table 6.4)**: BLKMOV_SYNC of one block from node 1 (remote) or "
+            "this node (local) into this node, one at a time; memcpy of the same size in the "
+            "same program is the baseline (its source is hot in cache, so it is an upper "
+            f"bound). Thesis: {T64['local']} MB/s local, {T64['remote']} MB/s remote.", "")
+    sec.add(*table(["block", "local MB/s", "remote MB/s", "memcpy MB/s",
+                    "remote / memcpy"], brows))
+    sec.data = results
+    if target == "tcp":
+        sec.add(*tcp_baselines(results, quick))
+    else:
+        sec.add(*smp_goals(results))
+    return sec
+
+
+def smp_goals(r: dict[str, float]) -> list[str]:
+    rt = r["sync seq"]
+    pipe = 1e3 / r["sync pipe"]
+    blk = r[f"blkmov {1 << 20}"] / r[f"memcpy {1 << 20}"]
+    return [f"Goals (issue 5): remote sequential sync round trip under 1 µs: "
+            f"**{rt / 1000:.3f} µs** ({'met' if rt < 1000 else 'not met'}); pipelined remote "
+            f"syncs over 5 million per second: **{pipe:.1f} M/s** "
+            f"({'met' if pipe > 5 else 'not met'}); 1 MiB block moves at least half of memcpy: "
+            f"**{blk:.2f}** of the hot-cache memcpy ({'met' if blk >= 0.5 else 'not met'}; "
+            "see the cold-source comparison below).", ""]
+
+
+def tcp_baselines(r: dict[str, float], quick: bool) -> list[str]:
+    prog = cc([BENCH / "peers" / "tcp_pingpong.c"], OUT / "peers" / "tcp_pingpong")
+    reps = 3 if quick else 5
+    rtt = {m: median_of([float(run([str(prog), "pingpong", "20000", "24", *m.split()]).stdout)
+                         for _ in range(reps)]) for m in ("", "spin")}
+    stream = {m: median_of([float(run([str(prog), "stream", "500", str(1 << 20),
+                                       *m.split()]).stdout) for _ in range(reps)])
+              for m in ("", "spin")}
+    ours_rtt = r["sync seq"]
+    ours_pipe = 1e3 / r["sync pipe"]
+    ours_blk = r[f"blkmov {1 << 20}"]
+    best_rtt = min(rtt.values())
+    best_stream = max(stream.values())
+    lines = ["**Against raw sockets, same run** (two processes on loopback, TCP_NODELAY, "
+             "24-byte messages like an etc sync frame; `spin` = non-blocking sockets that "
+             "busy-poll, as etc's idle nodes do before they sleep, `blocking` = plain "
+             "blocking calls):", ""]
+    lines += table(["what", "etc", "raw blocking", "raw spin", "etc / best raw"], [
+        ["sync round trip (µs)", ours_rtt / 1e3, rtt[""] / 1e3, rtt["spin"] / 1e3,
+         ours_rtt / best_rtt],
+        ["1 MiB block move vs stream (MB/s)", ours_blk, stream[""], stream["spin"],
+         ours_blk / best_stream],
+    ])
+    lines.append(f"Goals (issue 8): round trip within 1.3x of raw: **{ours_rtt / best_rtt:.2f}x**"
+                 f" ({'met' if ours_rtt / best_rtt <= 1.3 else 'not met'}); pipelined syncs "
+                 f"over 2 million per second: **{ours_pipe:.1f} M/s** "
+                 f"({'met' if ours_pipe > 2 else 'not met'}); block moves at least 70% of a raw "
+                 f"stream: **{ours_blk / best_stream:.2f}** "
+                 f"({'met' if ours_blk / best_stream >= 0.7 else 'not met'}).")
+    lines.append("")
+    return lines
+
+
+def cold_memcpy(quick: bool) -> list[str]:
+    """memcpy from a source that is not in this core's cache, as a block move's
+    source on another node is not."""
+    src = OUT / "peers" / "memcpy_cold.c"
+    src.parent.mkdir(parents=True, exist_ok=True)
+    src.write_text(_COLD_MEMCPY)
+    prog = cc([src], OUT / "peers" / "memcpy_cold")
+    hot = median_of([float(run([str(prog), "hot"]).stdout) for _ in range(3)])
+    cold = median_of([float(run([str(prog), "cold"]).stdout) for _ in range(3)])
+    return [f"memcpy of 1 MiB, same run: {hot:,.0f} MB/s with a hot source, {cold:,.0f} MB/s "
+            "with a source cycled through 64 MiB (cold, as the other node's memory is to "
+            "this core).", ""]
+
+
+_COLD_MEMCPY = r"""
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#define N (1 << 20)
+static char dst[N], big[64 << 20];
+int main(int argc, char **argv)
+{
+    int cold = argc > 1 && strcmp(argv[1], "cold") == 0;
+    memset(big, 1, sizeof big);
+    memset(dst, 2, N);
+    struct timespec a, b;
+    int reps = 400;
+    clock_gettime(CLOCK_MONOTONIC, &a);
+    for (int i = 0; i < reps; i++) {
+        memcpy(dst, big + (cold ? (size_t)(i % 64) * N : 0), N);
+        __asm__ volatile("" : : "r"(dst) : "memory");
+    }
+    clock_gettime(CLOCK_MONOTONIC, &b);
+    double s = (double)(b.tv_sec - a.tv_sec) + (double)(b.tv_nsec - a.tv_nsec) * 1e-9;
+    printf("%.1f\n", (double)reps * N / s / 1e6);
+    return 0;
+}
+"""
+
+
+def bench(quick: bool) -> list[Section]:
+    secs = [local_table(quick)]
+    smp = remote_table("smp", quick)
+    smp.add(*cold_memcpy(quick))
+    secs.append(smp)
+    secs.append(remote_table("tcp", quick))
+    return secs
+
+
+if __name__ == "__main__":  # a quick look: python bench/operations.py
+    for s in bench(quick=True):
+        print(s.markdown())
+        Path(OUT / "ops.md").write_text(s.markdown())

@@ -1,0 +1,44 @@
+"""A part of the end-to-end suite under ASan+UBSan, in `make test` (the whole suite
+under the sanitizers is `make test-asan`): programs built with -fsanitize and linked
+with the sanitized runtime, on seq, smp and tcp. Any report fails the run."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from support import Builder, check_sample, run
+
+SAN = ["-fsanitize=address,undefined", "-fno-omit-frame-pointer",
+       "-fno-sanitize-recover=undefined"]
+ENV = {**os.environ, "ASAN_OPTIONS": "detect_leaks=1:abort_on_error=0",
+       "UBSAN_OPTIONS": "print_stacktrace=1"}
+
+
+@pytest.mark.parametrize(("target", "nodes"), [("seq", 1), ("smp", 1), ("smp", 4),
+                                               ("tcp", 2)])
+def test_samples_sanitized(build: Builder, target: str, nodes: int) -> None:
+    for name in ("fib", "vadd", "call", "getloop", "hello", "loop"):
+        proc = run(build(f"{name}.tc", *SAN, target=target), nodes=nodes, env=ENV, timeout=120)
+        assert proc.returncode == 0, f"{name}: {proc.stderr[-3000:]}"
+        assert "ERROR: AddressSanitizer" not in proc.stderr
+        assert "runtime error:" not in proc.stderr
+        check_sample(name, nodes, proc.stdout, causal=target != "tcp")
+
+
+@pytest.mark.parametrize(("target", "nodes"), [("smp", 3), ("tcp", 3)])
+def test_remote_operations_sanitized(build: Builder, target: str, nodes: int) -> None:
+    proc = run(build("remote_ops.tc", *SAN, target=target), nodes=nodes, env=ENV, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.stdout == f"remote ops: {nodes} nodes, {nodes * (nodes - 1)} pairs, 0 errors\n"
+    proc = run(build("stress.tc", *SAN, target=target), "60000", nodes=nodes, env=ENV,
+               timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "0 errors, sums agree" in proc.stdout
+
+
+def test_checking_build_sanitized(build: Builder) -> None:
+    proc = run(build("check_misuse.tc", "-g", *SAN), "none", nodes=2, env=ENV)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.stdout == "done none\n"
