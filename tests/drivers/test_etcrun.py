@@ -1,0 +1,71 @@
+"""etcrun: running programs on N nodes, and its errors."""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+from support import Builder, etcrun
+
+
+def test_seq_runs_one_node_only(build: Builder) -> None:
+    prog = build("hello.tc", target="seq")
+    assert etcrun("-n", "1", str(prog)).returncode == 0
+    proc = etcrun("-n", "2", str(prog))
+    assert proc.returncode == 2
+    assert "built for the seq target, which runs on 1 node, not 2" in proc.stderr
+
+
+def test_node_count_from_option_or_environment(build: Builder) -> None:
+    prog = build("hello.tc")
+    proc = etcrun("-n", "3", str(prog))
+    assert proc.stdout.splitlines()[-1] == "all 3 node(s) said hello"
+    proc = etcrun(str(prog), env={**os.environ, "ETC_NODES": "2"})
+    assert proc.stdout.splitlines()[-1] == "all 2 node(s) said hello"
+    proc = etcrun("-n", "4", str(prog), env={**os.environ, "ETC_NODES": "2"})
+    assert proc.stdout.splitlines()[-1] == "all 4 node(s) said hello"
+
+
+def test_program_arguments_pass_through(build: Builder) -> None:
+    proc = etcrun("-n", "2", str(build("fib.tc")), "12")
+    assert proc.stdout == "fib(12) = 144\n"
+
+
+def test_balancer_from_option_or_environment(build: Builder) -> None:
+    prog = build("fib.tc", "-prof")
+    proc = etcrun("-n", "2", "--lb", "nop", str(prog), "10")
+    assert "balancer nop" in proc.stderr
+    proc = etcrun("-n", "2", str(prog), "10", env={**os.environ, "ETC_LB": "nop"})
+    assert "balancer nop" in proc.stderr
+    proc = etcrun("-n", "2", "--lb", "spn", str(prog), "10", env={**os.environ, "ETC_LB": "nop"})
+    assert "balancer spn" in proc.stderr
+
+
+def test_errors(build: Builder, tmp_path: Path) -> None:
+    cases = [
+        (["-n", "2", str(tmp_path / "missing")], "no such file"),
+        (["--frobnicate", "x"], "unrecognized arguments"),
+        (["-n", "0", str(build("fib.tc"))], "the node count must be between 1 and 65534"),
+        (["--lb", "best", str(build("fib.tc"))], "unknown load balancer 'best'"),
+        (["--prof", str(build("fib.tc"))], "was not built with -prof"),
+        (["--hosts", "h", str(build("fib.tc"))], "--hosts needs a tcp program"),
+    ]
+    for args, message in cases:
+        proc = etcrun(*args)
+        assert proc.returncode == 2, args
+        assert message in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
+    script = tmp_path / "notetc"
+    script.write_text("#!/bin/sh\necho hi\n")
+    script.chmod(script.stat().st_mode | stat.S_IEXEC)
+    proc = etcrun(str(script))
+    assert proc.returncode == 2
+    assert "not a Threaded-C program built by etcc" in proc.stderr
+    proc = etcrun(str(tmp_path))
+    assert proc.returncode == 2 and "not an executable program" in proc.stderr
+
+
+def test_unknown_balancer_in_the_environment_is_a_runtime_error(build: Builder) -> None:
+    proc = etcrun("-n", "2", str(build("fib.tc")), env={**os.environ, "ETC_LB": "nope"})
+    assert proc.returncode == 2
+    assert "etc: error: unknown load balancer 'nope'; valid ones:" in proc.stderr
