@@ -14,16 +14,31 @@ typedef struct {
     etc_prof prof;
 } msg_prof;
 
+/* Node 0's table of every node's counters. A node sends its counters as soon
+ * as it learns that the run is over, which may be before node 0 itself has
+ * left its scheduler (node 0 decides, and the answers can arrive in the same
+ * poll), so the table is made by whichever needs it first. */
+static etc_prof *prof_table(void)
+{
+    etc_node_private *p = etc_rts.priv;
+    if (!p->prof_all) {
+        p->prof_all = calloc((size_t)etc_rts.num_nodes, sizeof *p->prof_all);
+        if (!p->prof_all)
+            etc_fatal("out of memory (profile)");
+    }
+    return p->prof_all;
+}
+
 void etc_prof_message(int src, const void *body, size_t len)
 {
     etc_node_private *p = etc_rts.priv;
     msg_prof m;
-    if (len != sizeof m || etc_rts.node_id != 0 || !p->prof_all)
+    if (len != sizeof m || etc_rts.node_id != 0 || !p->prof_enabled)
         etc_fatal("unexpected profile message (%zu bytes) from node %d", len, src);
     memcpy(&m, body, sizeof m);
     if (m.node < 0 || m.node >= etc_rts.num_nodes)
         etc_fatal("profile message for node %d from node %d", m.node, src);
-    p->prof_all[m.node] = m.prof;
+    prof_table()[m.node] = m.prof;
     p->prof_reports++;
 }
 
@@ -137,10 +152,7 @@ void etc_prof_finish(void)
         etc_net_flush();
         return;
     }
-    etc_prof *all = calloc((size_t)n, sizeof *all);
-    if (!all)
-        etc_fatal("out of memory (profile)");
-    p->prof_all = all;
+    etc_prof *all = prof_table();
     all[0] = etc_rts.prof;
     while (p->prof_reports < n - 1) {
         if (etc_net_poll() == 0)
