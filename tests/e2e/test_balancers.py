@@ -333,6 +333,30 @@ def test_one_and_twelve_nodes(build: Builder, lb: str, tmp_path: Path) -> None:
             assert rows[0]["tokens_sent"] == rows[0]["requests_sent"] == 0
 
 
+def backoff_max() -> float:
+    m = re.search(r"#define ETC_LB_BACKOFF_MAX ([0-9.e-]+)",
+                  (ROOT / "runtime" / "lb" / "lb.h").read_text())
+    assert m
+    return float(m.group(1))
+
+
+@pytest.mark.parametrize("lb", BALANCERS)
+def test_idle_nodes_back_off(build: Builder, lb: str, tmp_path: Path) -> None:
+    # node 0 computes alone for `seconds`, polling all the while, so every request
+    # is answered at once: an idle node that asked again at once would send
+    # thousands; backing off (doubling up to ETC_LB_BACKOFF_MAX) it sends a few
+    # dozen, plus the requests of the others it passes on
+    seconds, n = 0.1, 2
+    proc, data = run_prof(build("lb_idle.tc", "-prof"), [str(seconds)], tmp_path, n, lb)
+    assert proc.stdout == "idle: ok\n"
+    rows = check_profile(data, n, lb, 0, 1)
+    limit = n * (seconds / backoff_max() + 20)
+    for r in rows:
+        assert r["requests_sent"] <= limit, rows
+    if lb in RECEIVERS:
+        assert rows[1]["requests_sent"] > 0, rows
+
+
 @pytest.mark.parametrize("lb", ["dual", "snd", "range", "rand"])
 def test_checking_build(build: Builder, lb: str) -> None:
     for src, args, (stdout, _, _) in PROGRAMS:
