@@ -17,15 +17,14 @@
  *     unanswered.
  *   - A request that comes back to its originator found no work: the
  *     originator backs off before asking again. One request out per node.
- *   - THRESHOLD is 5, the value the thesis settles on for Rand's sender
- *     threshold floor (3.2). */
+ *   - THRESHOLD is ETC_LB_THRESHOLD (5, see lb.h). */
 #include <string.h>
 
 #include "lb/lb.h"
 
 enum { REQ = ETC_LB_MSG };
 
-#define THRESHOLD 5
+#define THRESHOLD ETC_LB_THRESHOLD
 
 typedef struct {
     int32_t origin;

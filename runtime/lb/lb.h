@@ -111,6 +111,12 @@ double etc_lb_now(void);
 void etc_lb_count_request_sent(void);
 void etc_lb_count_request_received(void);
 
+/* The sender threshold of the balancers whose thesis description says only
+ * "a given threshold" (snd, his, range, catapult): 5 tokens, the value the
+ * thesis settles on as the floor of Rand's threshold, "a good balance between
+ * aggressive and conservative load migration" (3.2). */
+#define ETC_LB_THRESHOLD 5
+
 /* Exponential back-off of an idle node that found no work: the first retry
  * after ETC_LB_BACKOFF_MIN, doubling up to ETC_LB_BACKOFF_MAX; reset once
  * work is found. */

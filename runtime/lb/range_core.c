@@ -26,15 +26,14 @@
  *     sent as an answer to a request is always kept by the requester.
  *   - A token forwarded N - 1 times is kept wherever it is, so that
  *     forwarding ends even when every node is busy.
- *   - THRESHOLD is 5, the value the thesis settles on for Rand's sender
- *     threshold floor (3.2). */
+ *   - THRESHOLD is ETC_LB_THRESHOLD (5, see lb.h). */
 #include <string.h>
 
 #include "lb/range_core.h"
 
 enum { REQ = ETC_LB_MSG, NOT_IDLE };
 
-#define THRESHOLD 5
+#define THRESHOLD ETC_LB_THRESHOLD
 
 typedef struct {
     int32_t origin;

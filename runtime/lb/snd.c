@@ -9,15 +9,14 @@
  * it waits until a rich node sends it work.
  *
  * Where the thesis is silent:
- *   - THRESHOLD is 5, the value the thesis settles on for Rand's sender
- *     threshold floor ("a good balance between aggressive and conservative
- *     load migration", 3.2); snd has no probes to scale it by.
+ *   - THRESHOLD is ETC_LB_THRESHOLD (5, see lb.h): snd has no probes to
+ *     scale it by as Rand does.
  *   - A token forwarded N - 1 times is kept wherever it is: with per-node
  *     round-robin orders a token need not pass its origin again, and the
  *     forwarding must end. */
 #include "lb/lb.h"
 
-#define THRESHOLD 5
+#define THRESHOLD ETC_LB_THRESHOLD
 
 typedef struct {
     int next; /* the next node in this node's round-robin order */
