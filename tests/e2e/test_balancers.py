@@ -311,6 +311,11 @@ def test_what_each_policy_does(build: Builder, lb: str, tmp_path: Path) -> None:
         assert sent == [1] * (NODES - 1) + [0], rows
         assert all(u > 0 for u in used), rows
         assert requests == 0, rows
+        # the one token a node receives reaches it idle (no extra token) and is the
+        # only one it runs that it did not make itself
+        assert [r["extra_tokens"] for r in rows] == [0] * NODES, rows
+        assert [r["tokens_consumed"] - r["tokens_consumed_local"] for r in rows] == \
+            [0] + [1] * (NODES - 1), rows
     if lb in SENDERS_ONLY:
         assert requests == 0, rows
     if lb in RECEIVERS:
