@@ -86,15 +86,17 @@ static state *S(void)
     return etc_lb_state(sizeof(state) + 2 * (size_t)etc_lb_nodes() * sizeof(int32_t));
 }
 
-int etc_lb_rand_core_probes(int nodes)
+/* d = N/10 + 1 load probes (at most N - 1), and the sender threshold, twice d
+ * but at least 5 (thesis 3.2). */
+static int probes_for(int nodes)
 {
     int d = nodes / 10 + 1;
     return d > nodes - 1 ? (nodes > 1 ? nodes - 1 : 1) : d;
 }
 
-int etc_lb_rand_core_threshold(int nodes)
+static int threshold_for(int nodes)
 {
-    int t = 2 * etc_lb_rand_core_probes(nodes);
+    int t = 2 * probes_for(nodes);
     return t < 5 ? 5 : t;
 }
 
@@ -203,8 +205,8 @@ void etc_lb_rand_core_init(const etc_lb_rand_policy *policy)
 {
     state *s = S();
     s->p = policy;
-    s->d = etc_lb_rand_core_probes(etc_lb_nodes());
-    s->threshold = etc_lb_rand_core_threshold(etc_lb_nodes());
+    s->d = probes_for(etc_lb_nodes());
+    s->threshold = threshold_for(etc_lb_nodes());
     for (int k = 0, n = etc_lb_nodes(); k < n; k++)
         s->node_slot[k] = -1;
 }

@@ -33,9 +33,4 @@ void etc_lb_rand_core_boundary(void);
 void etc_lb_rand_core_token(int src, const etc_token_msg *h, etc_tok tok);
 void etc_lb_rand_core_message(int src, int type, const void *body, size_t len);
 
-/* d = N/10 + 1 load probes (at most N - 1), and the sender threshold, twice
- * d but at least 5 (thesis 3.2). */
-int etc_lb_rand_core_probes(int nodes);
-int etc_lb_rand_core_threshold(int nodes);
-
 #endif
