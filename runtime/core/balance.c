@@ -48,6 +48,12 @@ void etc_lb_keep(etc_tok tok)
     etc_tq_push_head(tok);
 }
 
+void etc_lb_keep_local(etc_tok tok)
+{
+    etc_tq_push_tail(tok.fn, tok.pp, tok.size);
+    etc_rts.tq.buf[(etc_rts.tq.tail - 1) & etc_rts.tq.mask].remote = tok.remote;
+}
+
 int etc_lb_node(void)
 {
     return etc_rts.node_id;
@@ -58,9 +64,26 @@ int etc_lb_nodes(void)
     return etc_rts.num_nodes;
 }
 
+int etc_lb_pred(void)
+{
+    int n = etc_rts.num_nodes;
+    return (etc_rts.node_id + n - 1) % n;
+}
+
+int etc_lb_succ(void)
+{
+    return (etc_rts.node_id + 1) % etc_rts.num_nodes;
+}
+
 int etc_lb_busy(void)
 {
     return etc_work_here();
+}
+
+int etc_lb_surplus(void)
+{
+    size_t t = etc_lb_tokens();
+    return t >= 2 || (t == 1 && etc_rts.rq.head != etc_rts.rq.tail);
 }
 
 uint64_t etc_lb_random(void)
@@ -73,9 +96,40 @@ uint64_t etc_lb_random(void)
     return x;
 }
 
+int etc_lb_random_other(void)
+{
+    int n = etc_rts.num_nodes;
+    if (n < 2)
+        etc_fatal("balancer %s looked for another node on a one-node run", etc_rts.priv->lb->name);
+    int k = (int)(etc_lb_random() % (uint64_t)(n - 1));
+    return k >= etc_rts.node_id ? k + 1 : k;
+}
+
 double etc_lb_now(void)
 {
     return etc_time();
+}
+
+void etc_lb_backoff_fail(etc_lb_backoff *b)
+{
+    if (b->delay < ETC_LB_BACKOFF_MIN)
+        b->delay = ETC_LB_BACKOFF_MIN;
+    b->retry_at = etc_time() + b->delay;
+    b->delay = b->delay * 2 > ETC_LB_BACKOFF_MAX ? ETC_LB_BACKOFF_MAX : b->delay * 2;
+}
+
+void etc_lb_backoff_reset(etc_lb_backoff *b)
+{
+    b->retry_at = 0;
+    b->delay = ETC_LB_BACKOFF_MIN;
+}
+
+double etc_lb_backoff_wait(const etc_lb_backoff *b)
+{
+    if (b->retry_at <= 0)
+        return 0;
+    double d = b->retry_at - etc_time();
+    return d > 0 ? d : 0;
 }
 
 void etc_lb_count_request_sent(void)
@@ -88,18 +142,44 @@ void etc_lb_count_request_received(void)
     ETC_PROF_ADD(requests_received, 1);
 }
 
-void etc_lb_count_extra_token(void)
+/* A balancer that sends to its own node or outside its message types has a
+ * bug: stop rather than deliver a message the network layer cannot route. */
+static void check_dest(int dest, const char *what)
 {
-    ETC_PROF_ADD(extra_tokens, 1);
+    if (dest < 0 || dest >= etc_rts.num_nodes || dest == etc_rts.node_id)
+        etc_fatal("balancer %s sent %s to node %d (this is node %d of %d)",
+                  etc_rts.priv->lb->name, what, dest, etc_rts.node_id, etc_rts.num_nodes);
 }
 
 void etc_lb_send(int dest, int type, const void *body, size_t len)
 {
+    check_dest(dest, "a message");
+    if (type < ETC_LB_MSG || type >= ETC_LB_MSG + ETC_LB_MSG_COUNT)
+        etc_fatal("balancer %s sent a message of type %d, outside its types",
+                  etc_rts.priv->lb->name, type);
     etc_send(dest, type, body, len, NULL, 0);
+}
+
+void etc_lb_send_request(int dest, int type, const void *body, size_t len)
+{
+    etc_lb_send(dest, type, body, len);
+    ETC_PROF_ADD(requests_sent, 1);
+}
+
+void etc_lb_bad_message(int src, int type, size_t len)
+{
+    etc_fatal("malformed message for balancer %s (type %d, %zu bytes) from node %d",
+              etc_rts.priv->lb->name, type, len, src);
+}
+
+void etc_lb_protocol_error(int src, const char *what)
+{
+    etc_fatal("balancer %s: %s from node %d", etc_rts.priv->lb->name, what, src);
 }
 
 void etc_lb_send_token(int dest, etc_tok tok, int origin, int hops, int reply)
 {
+    check_dest(dest, "a token");
     etc_token_msg h = {
         .fn = (uint64_t)(uintptr_t)tok.fn,
         .size = (uint32_t)tok.size,
@@ -125,5 +205,8 @@ void etc_balance_token_message(int src, const void *body, size_t len)
     etc_tok tok = {(etc_thread)(uintptr_t)h.fn, etc_frame_alloc(h.size), h.size, 1};
     memcpy(tok.pp, (const char *)body + sizeof h, h.size);
     ETC_PROF_ADD(tokens_received, 1);
+    /* Appendix C: an extra token reaches a node that already has work (it
+     * measures how well the location policy picks idle nodes). */
+    ETC_PROF_ADD(extra_tokens, etc_work_here() ? 1 : 0);
     etc_rts.priv->lb->token(src, &h, tok);
 }

@@ -1,0 +1,175 @@
+/* range_core.c: the range and catapult balancers (thesis 2.3.4 and 5.1),
+ * hybrid balancers on a virtual ring. Their receiver part is spn's: an idle
+ * node sends a request carrying its id to its predecessor, a node with a
+ * surplus answers the requester directly with its oldest token, any other
+ * node passes the request on counter-clockwise, and a request back at its
+ * originator found no work (the originator backs off). A request that reaches
+ * node R from originator O has passed O-1, ..., R+1 without finding work, so
+ * R takes O and every node between as idle: its *range list*. When R's token
+ * deque grows beyond THRESHOLD it sends its oldest token, one per thread
+ * boundary, to an end of that list -- the far end, the farthest clockwise from
+ * R (range), or the near end, R+1 onward (catapult) -- and drops that node
+ * from the list.
+ *
+ * A token sent to a node believed idle may find it busy. Range: the node
+ * passes the token on to its predecessor (the next node of the range) and
+ * tells the node that sent it out to drop it from its range list. Catapult:
+ * the node passes the token to the near end of its own range list (and sends
+ * no update; keeping the token when its list is empty).
+ *
+ * Where the thesis is silent:
+ *   - The range list is kept as one flag per node (idle or not) rather than a
+ *     list of intervals: its ends are the same, found by a scan clockwise
+ *     from this node. A node leaves it when it is sent a token, sends one, or
+ *     says it is not idle; it enters it when a request shows it idle.
+ *   - "No longer idle" means having work (ready threads or tokens); a token
+ *     sent as an answer to a request is always kept by the requester.
+ *   - A token forwarded N - 1 times is kept wherever it is, so that
+ *     forwarding ends even when every node is busy.
+ *   - THRESHOLD is ETC_LB_THRESHOLD (5, see lb.h). */
+#include <string.h>
+
+#include "lb/range_core.h"
+
+enum { REQ = ETC_LB_MSG, NOT_IDLE };
+
+#define THRESHOLD ETC_LB_THRESHOLD
+
+typedef struct {
+    int32_t origin;
+} req_msg;
+
+typedef struct {
+    const etc_lb_range_policy *policy;
+    int pending;
+    etc_lb_backoff backoff;
+    int idle_count;
+    unsigned char idle[]; /* per node: in the range list */
+} state;
+
+static state *S(void)
+{
+    return etc_lb_state(sizeof(state) + (size_t)etc_lb_nodes());
+}
+
+static void set_idle(state *s, int k, int v)
+{
+    if (k == etc_lb_node() || s->idle[k] == v)
+        return;
+    s->idle[k] = (unsigned char)v;
+    s->idle_count += v ? 1 : -1;
+}
+
+/* The first (near) or last (far) node of the range list clockwise from this
+ * node; -1 if the list is empty. */
+static int range_end(state *s, int far)
+{
+    int n = etc_lb_nodes(), me = etc_lb_node(), found = -1;
+    if (s->idle_count == 0)
+        return -1;
+    for (int i = 1; i < n; i++) {
+        int k = (me + i) % n;
+        if (s->idle[k]) {
+            found = k;
+            if (!far)
+                break;
+        }
+    }
+    return found;
+}
+
+void etc_lb_range_core_init(const etc_lb_range_policy *policy)
+{
+    S()->policy = policy;
+}
+
+double etc_lb_range_core_idle(void)
+{
+    state *s = S();
+    if (s->pending)
+        return -1.0;
+    double wait = etc_lb_backoff_wait(&s->backoff);
+    if (wait > 0)
+        return wait;
+    req_msg m = {etc_lb_node()};
+    s->pending = 1;
+    etc_lb_send_request(etc_lb_pred(), REQ, &m, sizeof m);
+    return -1.0;
+}
+
+void etc_lb_range_core_boundary(void)
+{
+    if (etc_lb_tokens() <= THRESHOLD)
+        return;
+    state *s = S();
+    int dest = range_end(s, s->policy->far_end);
+    etc_tok t;
+    if (dest >= 0 && etc_lb_take_oldest(&t)) {
+        set_idle(s, dest, 0);
+        etc_lb_send_token(dest, t, etc_lb_node(), 0, 0);
+    }
+}
+
+void etc_lb_range_core_token(int src, const etc_token_msg *h, etc_tok tok)
+{
+    state *s = S();
+    set_idle(s, src, 0); /* it had a token to spare */
+    if (h->reply) {
+        s->pending = 0;
+        etc_lb_backoff_reset(&s->backoff);
+        etc_lb_keep(tok);
+        return;
+    }
+    if (etc_lb_busy() && h->hops < etc_lb_nodes() - 1) {
+        if (s->policy->forward_to_pred_and_notify) {
+            int pred = etc_lb_pred();
+            set_idle(s, pred, 0);
+            etc_lb_send_token(pred, tok, h->origin, h->hops + 1, 0);
+            if (h->origin >= 0 && h->origin < etc_lb_nodes() && h->origin != etc_lb_node())
+                etc_lb_send(h->origin, NOT_IDLE, NULL, 0);
+            return;
+        }
+        int dest = range_end(s, 0);
+        if (dest >= 0) {
+            set_idle(s, dest, 0);
+            etc_lb_send_token(dest, tok, h->origin, h->hops + 1, 0);
+            return;
+        }
+    }
+    etc_lb_keep(tok);
+}
+
+void etc_lb_range_core_message(int src, int type, const void *body, size_t len)
+{
+    state *s = S();
+    if (type == NOT_IDLE && len == 0) {
+        set_idle(s, src, 0);
+        return;
+    }
+    req_msg m;
+    if (type != REQ || len != sizeof m)
+        etc_lb_bad_message(src, type, len);
+    memcpy(&m, body, sizeof m);
+    if (m.origin < 0 || m.origin >= etc_lb_nodes())
+        etc_lb_bad_message(src, type, len);
+    etc_lb_count_request_received();
+    int n = etc_lb_nodes(), me = etc_lb_node();
+    if (m.origin == me) { /* back home: nobody on the way had work */
+        s->pending = 0;
+        if (!etc_lb_busy())
+            etc_lb_backoff_fail(&s->backoff);
+        return;
+    }
+    for (int k = (me + 1) % n;; k = (k + 1) % n) { /* me+1 .. origin are idle */
+        set_idle(s, k, 1);
+        if (k == m.origin)
+            break;
+    }
+    etc_tok t;
+    if (etc_lb_surplus() && etc_lb_take_oldest(&t)) {
+        set_idle(s, m.origin, 0);
+        etc_lb_send_token(m.origin, t, me, 0, 1);
+        return;
+    }
+    etc_lb_send_request(etc_lb_pred(), REQ, &m, sizeof m);
+}

@@ -1,0 +1,97 @@
+/* shis.c: the shis balancer (thesis 2.3.4): spn with a one-entry history.
+ * A rich node that answers a request attaches its own id to the token (the
+ * token message's origin); the idle node that receives it remembers that node
+ * and sends its next request straight to it. If that node is no longer rich
+ * it circulates the request counter-clockwise round the ring, as spn does; a
+ * rich node on the way answers the requester directly. A request that reaches
+ * its originator again found no work: the originator forgets the remembered
+ * node (the next request starts at its predecessor, so covers the whole ring)
+ * and asks again after a backoff. Without a remembered node a request goes to
+ * the predecessor, exactly as in spn. One request out per node at a time. */
+#include <string.h>
+
+#include "lb/lb.h"
+
+enum { REQ = ETC_LB_MSG };
+
+typedef struct {
+    int32_t origin;
+} req_msg;
+
+typedef struct {
+    int pending;
+    int last_rich; /* the node whose token came last, -1: none */
+    etc_lb_backoff backoff;
+} state;
+
+static state *S(void)
+{
+    return etc_lb_state(sizeof(state));
+}
+
+static void init(void)
+{
+    S()->last_rich = -1;
+}
+
+static double idle(void)
+{
+    state *s = S();
+    if (s->pending)
+        return -1.0;
+    double wait = etc_lb_backoff_wait(&s->backoff);
+    if (wait > 0)
+        return wait;
+    req_msg m = {etc_lb_node()};
+    s->pending = 1;
+    etc_lb_send_request(s->last_rich >= 0 ? s->last_rich : etc_lb_pred(), REQ, &m, sizeof m);
+    return -1.0;
+}
+
+static void token(int src, const etc_token_msg *h, etc_tok tok)
+{
+    state *s = S();
+    if (h->reply) {
+        s->pending = 0;
+        etc_lb_backoff_reset(&s->backoff);
+        s->last_rich = h->origin >= 0 && h->origin < etc_lb_nodes() && h->origin != etc_lb_node()
+                           ? h->origin
+                           : src;
+    }
+    etc_lb_keep(tok);
+}
+
+static void message(int src, int type, const void *body, size_t len)
+{
+    req_msg m;
+    if (type != REQ || len != sizeof m)
+        etc_lb_bad_message(src, type, len);
+    memcpy(&m, body, sizeof m);
+    if (m.origin < 0 || m.origin >= etc_lb_nodes())
+        etc_lb_bad_message(src, type, len);
+    etc_lb_count_request_received();
+    state *s = S();
+    if (m.origin == etc_lb_node()) { /* back home: nobody on the way had work */
+        s->pending = 0;
+        s->last_rich = -1;
+        if (!etc_lb_busy())
+            etc_lb_backoff_fail(&s->backoff);
+        return;
+    }
+    etc_tok t;
+    if (etc_lb_surplus() && etc_lb_take_oldest(&t)) {
+        etc_lb_send_token(m.origin, t, etc_lb_node(), 0, 1); /* signed: origin = us */
+        return;
+    }
+    etc_lb_send_request(etc_lb_pred(), REQ, &m, sizeof m);
+}
+
+const etc_lb_ops etc_lb_shis = {
+    .name = "shis",
+    .summary = "spn whose requests go first to the node that sent work last",
+    .init = init,
+    .idle = idle,
+    .boundary = NULL,
+    .token = token,
+    .message = message,
+};
