@@ -77,8 +77,9 @@ def _body(argv: list[str]) -> int:
     if opts.lb is not None and opts.lb not in toolchain.BALANCERS:
         return _fail(f"unknown load balancer '{opts.lb}' (valid: "
                      f"{', '.join(toolchain.BALANCERS)})")
-    if opts.prof and not info.prof:
-        return _fail(f"{opts.program} was not built with -prof (etcc -prof ...)")
+    if (opts.prof or opts.prof_out) and not info.prof:
+        what = "--prof" if opts.prof else "--prof-out"
+        return _fail(f"{what}: {opts.program} was not built with -prof (etcc -prof ...)")
     if opts.hosts and info.target != "tcp":
         return _fail(f"--hosts needs a tcp program; {opts.program} was built for "
                      f"{info.target}")

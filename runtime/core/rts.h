@@ -59,6 +59,7 @@ typedef struct etc_term {
 } etc_term;
 
 typedef struct etc_node_private {
+    int in_thread_poll; /* inside POLL() in a running thread: busy */
     const etc_lb_ops *lb;
     void *lb_state;
     uint64_t rng;
@@ -126,7 +127,8 @@ int etc_tq_pop_head(etc_tok *out);
 
 static inline int etc_work_here(void)
 {
-    return etc_rts.rq.head != etc_rts.rq.tail || etc_rts.tq.head != etc_rts.tq.tail;
+    return etc_rts.rq.head != etc_rts.rq.tail || etc_rts.tq.head != etc_rts.tq.tail ||
+           etc_rts.priv->in_thread_poll;
 }
 
 #ifdef ETC_PROF

@@ -54,11 +54,15 @@ static inline void boundary(int multi, void (*lb_boundary)(void))
     }
 }
 
+/* POLL(): messages are handled in the middle of a thread, so the node counts as
+ * busy (for balancers and termination) even if its queues are empty. */
 void etc_poll(void)
 {
     if (etc_rts.num_nodes > 1) {
+        etc_rts.priv->in_thread_poll = 1;
         etc_net_poll();
         etc_net_flush();
+        etc_rts.priv->in_thread_poll = 0;
     }
 }
 
@@ -90,6 +94,10 @@ static int idle(int spins_max)
         int got = etc_net_poll();
         if (etc_work_here())
             break;
+        if (p->term.over) { /* no balancer step: the other nodes are leaving */
+            over = 1;
+            break;
+        }
         double wait = etc_balance_idle();
         etc_term_idle_step();
         etc_net_flush();
@@ -116,14 +124,14 @@ static int idle(int spins_max)
     }
     etc_term_leave_idle();
 #ifdef ETC_PROF
+    /* every idle period counts, the last one too (a node that never gets work is
+     * idle the whole run); it was a balancer's if a token ended it */
     double dt = etc_time() - t0;
-    if (!over) {
-        etc_rts.prof.idle_periods++;
-        etc_rts.prof.idle_time += dt;
-        if (etc_rts.prof.tokens_received != tokens_before) {
-            etc_rts.prof.balancer_idle_periods++;
-            etc_rts.prof.balancer_idle_time += dt;
-        }
+    etc_rts.prof.idle_periods++;
+    etc_rts.prof.idle_time += dt;
+    if (!over && etc_rts.prof.tokens_received != tokens_before) {
+        etc_rts.prof.balancer_idle_periods++;
+        etc_rts.prof.balancer_idle_time += dt;
     }
 #else
     (void)t0;
