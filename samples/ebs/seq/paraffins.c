@@ -18,68 +18,62 @@ static radical *rads;          /* all radicals, by size then by index */
 static int first[MAXR + 2];    /* id of the first radical of each size */
 static long long nrad[MAXR + 1];
 
+static void out_of_memory(void)
+{
+    fprintf(stderr, "paraffins: out of memory\n");
+    exit(1);
+}
+
 static void *xmalloc(size_t size)
 {
     void *p = malloc(size ? size : 1);
-    if (!p) {
-        fprintf(stderr, "paraffins: out of memory\n");
-        exit(1);
-    }
+    if (!p)
+        out_of_memory();
     return p;
 }
 
 /* Every radical (a carbon with three sub-radicals, hydrogen being the radical of
  * size 0) of size 0 .. maxr, each once: sub-radicals in nondecreasing order of
- * (size, index). */
+ * (size, index). nrad[s] is the number generated of size s. */
 static void make_radicals(int maxr)
 {
-    long long total = 1;
-    int s, sa, sb, sc, x, y, z, k;
+    int s, sa, sb, sc, x, y, z, k, capacity = 64;
 
-    /* count first (nrad[s] from the smaller sizes), then fill */
-    nrad[0] = 1;
-    for (s = 1; s <= maxr; s++) {
-        nrad[s] = 0;
-        for (sa = 0; 3 * sa <= s - 1; sa++)
-            for (sb = sa; sa + 2 * sb <= s - 1; sb++) {
-                long long a = nrad[sa], b = nrad[sb], c;
-                sc = s - 1 - sa - sb;
-                c = nrad[sc];
-                if (sa == sb && sb == sc)
-                    nrad[s] += a * (a + 1) * (a + 2) / 6;
-                else if (sa == sb)
-                    nrad[s] += a * (a + 1) / 2 * c;
-                else if (sb == sc)
-                    nrad[s] += a * (b * (b + 1) / 2);
-                else
-                    nrad[s] += a * b * c;
-            }
-        total += nrad[s];
-    }
-    rads = xmalloc(sizeof(radical) * (size_t)total);
-    first[0] = 0;
+    rads = xmalloc(sizeof(radical) * (size_t)capacity);
     rads[0].sub[0] = rads[0].sub[1] = rads[0].sub[2] = -1;   /* hydrogen */
+    first[0] = 0;
+    nrad[0] = 1;
     k = 1;
     for (s = 1; s <= maxr; s++) {
         first[s] = k;
+        /* sizes sa <= sb <= sc of the sub-radicals, then the sub-radicals */
         for (sa = 0; 3 * sa <= s - 1; sa++)
             for (sb = sa; sa + 2 * sb <= s - 1; sb++) {
                 sc = s - 1 - sa - sb;
                 for (x = first[sa]; x < first[sa] + nrad[sa]; x++)
                     for (y = sb == sa ? x : first[sb]; y < first[sb] + nrad[sb]; y++)
                         for (z = sc == sb ? y : first[sc]; z < first[sc] + nrad[sc]; z++) {
+                            if (k == capacity) {
+                                capacity *= 2;
+                                rads = realloc(rads, sizeof(radical) * (size_t)capacity);
+                                if (!rads)
+                                    out_of_memory();
+                            }
                             rads[k].sub[0] = x;
                             rads[k].sub[1] = y;
                             rads[k].sub[2] = z;
                             k++;
                         }
             }
-        if (k - first[s] != nrad[s]) {
-            fprintf(stderr, "paraffins: radical count mismatch at size %d\n", s);
-            exit(1);
-        }
+        nrad[s] = k - first[s];
     }
     first[maxr + 1] = k;
+}
+
+static void free_radicals(void)
+{
+    free(rads);
+    rads = NULL;
 }
 
 /* ---- paraffins (identical to paraffins.tc)
@@ -146,6 +140,6 @@ int main(int argc, char **argv)
     printf("\n");
     fprintf(stderr, "paraffins: %.3f s (sequential), %d radicals\n",
             (double)(clock() - t0) / CLOCKS_PER_SEC, first[n / 2 + 1]);
-    free(rads);
+    free_radicals();
     return 0;
 }
