@@ -1,8 +1,9 @@
 """The EARTH Benchmark Suite (samples/ebs): every Threaded-C program prints the same
 one line as its sequential C reference (samples/ebs/seq/NAME.c) for the same
 arguments, on 1, 2 and 4 smp nodes, built for the seq target, and in the checking
-build (etcc -g) on 4 nodes. The references themselves are held to independently
-known results (classic tables, or a small computation here) where that is cheap."""
+build (etcc -g) on 4 nodes; programs and references compile without warnings
+(-Wall -Wextra). The references themselves are held to independently known results
+(classic tables, or a small computation here) where that is cheap."""
 
 from __future__ import annotations
 
@@ -35,9 +36,10 @@ ARGS: dict[str, list[list[str]]] = {
     "paraffins": [[], ["1"], ["2"], ["12"], ["20"]],
 }
 
-# (id, target, etcc flags, nodes)
-CONFIGS = [("smp1", "smp", (), 1), ("smp2", "smp", (), 2), ("smp4", "smp", (), 4),
-           ("seq", "seq", (), 1), ("check4", "smp", ("-g",), 4)]
+# (id, target, etcc flags, nodes); the programs must compile without warnings
+W = ("-Wall", "-Wextra", "-Werror")
+CONFIGS = [("smp1", "smp", W, 1), ("smp2", "smp", W, 2), ("smp4", "smp", W, 4),
+           ("seq", "seq", W, 1), ("check4", "smp", ("-g", *W), 4)]
 
 CASES = [(name, args) for name in NAMES for args in ARGS[name]]
 
