@@ -20,7 +20,8 @@ HEADER = (
 
 _PUSH = ("#pragma GCC diagnostic push\n"
          '#pragma GCC diagnostic ignored "-Wunused-variable"\n'
-         '#pragma GCC diagnostic ignored "-Wunused-local-typedefs"\n')
+         '#pragma GCC diagnostic ignored "-Wunused-local-typedefs"\n'
+         '#pragma GCC diagnostic ignored "-Wunused-label"\n')
 
 
 def _line(n: int, name: str) -> str:
@@ -80,7 +81,8 @@ def _function(gen: GeneratedFunction, src) -> str:  # noqa: ANN001 - SourceFile
     parts += gen.statics
     # Each thread function holds the whole body with other threads' code dropped, so
     # a name a thread does not use (its frame pointer, an extern declaration or a
-    # typedef kept for later threads) is not the user's mistake.
+    # typedef kept for later threads, a label only another thread jumps to) is not
+    # the user's mistake.
     parts.append(_PUSH)
     for cname, arg, prologue, body in gen.threads:
         parts.append(_line(head_line, name))

@@ -35,6 +35,7 @@ void _regions_1(void *_etc_v);
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wunused-variable"
 #pragma GCC diagnostic ignored "-Wunused-local-typedefs"
+#pragma GCC diagnostic ignored "-Wunused-label"
 #line 3 "dead_regions.tc"
 void _regions_0(void *_etc_vpp)
 {

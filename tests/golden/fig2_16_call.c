@@ -34,6 +34,7 @@ void _token_fib_1(void *_etc_v);
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wunused-variable"
 #pragma GCC diagnostic ignored "-Wunused-local-typedefs"
+#pragma GCC diagnostic ignored "-Wunused-label"
 #line 6 "fig2_16_call.tc"
 void _token_fib_0(void *_etc_vpp)
 {
@@ -116,6 +117,7 @@ void _call_token_fib_1(void *_etc_v);
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wunused-variable"
 #pragma GCC diagnostic ignored "-Wunused-local-typedefs"
+#pragma GCC diagnostic ignored "-Wunused-label"
 #line 25 "fig2_16_call.tc"
 void _call_token_fib_0(void *_etc_vpp)
 {
@@ -187,6 +189,7 @@ void _call_seq_fib_C2(void *_etc_v);
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wunused-variable"
 #pragma GCC diagnostic ignored "-Wunused-local-typedefs"
+#pragma GCC diagnostic ignored "-Wunused-label"
 #line 39 "fig2_16_call.tc"
 void _call_seq_fib_0(void *_etc_vpp)
 {
@@ -274,6 +277,7 @@ void _MAIN_C2(void *_etc_v);
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wunused-variable"
 #pragma GCC diagnostic ignored "-Wunused-local-typedefs"
+#pragma GCC diagnostic ignored "-Wunused-label"
 #line 53 "fig2_16_call.tc"
 void _MAIN_0(void *_etc_vpp)
 {

@@ -32,6 +32,7 @@ void _get_loops_p1_1(void *_etc_v);
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wunused-variable"
 #pragma GCC diagnostic ignored "-Wunused-local-typedefs"
+#pragma GCC diagnostic ignored "-Wunused-label"
 #line 6 "fig2_17_loops.tc"
 void _get_loops_p1_0(void *_etc_vpp)
 {

@@ -33,6 +33,7 @@ void _fib_1(void *_etc_v);
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wunused-variable"
 #pragma GCC diagnostic ignored "-Wunused-local-typedefs"
+#pragma GCC diagnostic ignored "-Wunused-label"
 #line 5 "fig2_3_fib.tc"
 void _fib_0(void *_etc_vpp)
 {
@@ -117,6 +118,7 @@ void _MAIN_1(void *_etc_v);
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wunused-variable"
 #pragma GCC diagnostic ignored "-Wunused-local-typedefs"
+#pragma GCC diagnostic ignored "-Wunused-label"
 #line 24 "fig2_3_fib.tc"
 void _MAIN_0(void *_etc_vpp)
 {

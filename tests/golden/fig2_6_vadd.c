@@ -45,6 +45,7 @@ void _vadd_2(void *_etc_v);
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wunused-variable"
 #pragma GCC diagnostic ignored "-Wunused-local-typedefs"
+#pragma GCC diagnostic ignored "-Wunused-label"
 #line 11 "fig2_6_vadd.tc"
 void _vadd_0(void *_etc_vpp)
 {
@@ -157,6 +158,7 @@ void _MAIN_1(void *_etc_v);
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wunused-variable"
 #pragma GCC diagnostic ignored "-Wunused-local-typedefs"
+#pragma GCC diagnostic ignored "-Wunused-label"
 #line 32 "fig2_6_vadd.tc"
 void _MAIN_0(void *_etc_vpp)
 {

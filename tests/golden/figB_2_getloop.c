@@ -31,6 +31,7 @@ typedef struct _set_value_F {
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wunused-variable"
 #pragma GCC diagnostic ignored "-Wunused-local-typedefs"
+#pragma GCC diagnostic ignored "-Wunused-label"
 #line 8 "figB_2_getloop.tc"
 void _set_value_0(void *_etc_vpp)
 {
@@ -77,6 +78,7 @@ void _MAIN_2(void *_etc_v);
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wunused-variable"
 #pragma GCC diagnostic ignored "-Wunused-local-typedefs"
+#pragma GCC diagnostic ignored "-Wunused-label"
 #line 15 "figB_2_getloop.tc"
 void _MAIN_0(void *_etc_vpp)
 {

@@ -47,6 +47,7 @@ typedef struct _walk_F {
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wunused-variable"
 #pragma GCC diagnostic ignored "-Wunused-local-typedefs"
+#pragma GCC diagnostic ignored "-Wunused-label"
 #line 14 "global_ptrs.tc"
 void _walk_0(void *_etc_vpp)
 {

@@ -45,6 +45,7 @@ void _MAIN_1(void *_etc_v);
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wunused-variable"
 #pragma GCC diagnostic ignored "-Wunused-local-typedefs"
+#pragma GCC diagnostic ignored "-Wunused-label"
 #line 12 "preprocessor.tc"
 void _MAIN_0(void *_etc_vpp)
 {

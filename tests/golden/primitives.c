@@ -30,6 +30,7 @@ typedef struct _leaf_F {
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wunused-variable"
 #pragma GCC diagnostic ignored "-Wunused-local-typedefs"
+#pragma GCC diagnostic ignored "-Wunused-label"
 #line 7 "primitives.tc"
 void _leaf_0(void *_etc_vpp)
 {
@@ -71,6 +72,7 @@ typedef struct _seqf_F {
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wunused-variable"
 #pragma GCC diagnostic ignored "-Wunused-local-typedefs"
+#pragma GCC diagnostic ignored "-Wunused-label"
 #line 14 "primitives.tc"
 void _seqf_0(void *_etc_vpp)
 {
@@ -139,6 +141,7 @@ void _everything_C1(void *_etc_v);
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wunused-variable"
 #pragma GCC diagnostic ignored "-Wunused-local-typedefs"
+#pragma GCC diagnostic ignored "-Wunused-label"
 #line 20 "primitives.tc"
 void _everything_0(void *_etc_vpp)
 {

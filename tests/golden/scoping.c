@@ -45,6 +45,7 @@ static int _scopes_calls_1 = 7;
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wunused-variable"
 #pragma GCC diagnostic ignored "-Wunused-local-typedefs"
+#pragma GCC diagnostic ignored "-Wunused-label"
 #line 7 "scoping.tc"
 void _scopes_0(void *_etc_vpp)
 {

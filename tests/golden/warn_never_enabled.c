@@ -25,6 +25,7 @@ void _f_2(void *_etc_v);
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wunused-variable"
 #pragma GCC diagnostic ignored "-Wunused-local-typedefs"
+#pragma GCC diagnostic ignored "-Wunused-label"
 #line 1 "warn_never_enabled.tc"
 void _f_0(void *_etc_vpp)
 {
