@@ -83,6 +83,22 @@ void etc_check_signal(const etc_slot *s, const char *what, const char *file, int
                        "(count %d, reset %d)", what, k, fname_of(h), s->cnt, s->rst);
 }
 
+void etc_frame_check_init(void *fp, const char *fname, int nslots)
+{
+    etc_frame_hdr *h = fp;
+    etc_node_private *p = etc_rts.priv;
+    h->magic = ETC_FRAME_LIVE;
+    h->nslots = nslots;
+    h->fname = fname;
+    /* the slots follow the header: zeroed, so a signal before INIT_SYNC shows */
+    memset(h + 1, 0, (size_t)nslots * sizeof(etc_slot));
+    h->prev = NULL;
+    h->next = p->check_live;
+    if (p->check_live)
+        p->check_live->prev = h;
+    p->check_live = h;
+}
+
 void etc_check_frame_free(void *fp, size_t size)
 {
     etc_frame_hdr *h = fp;
@@ -90,6 +106,12 @@ void etc_check_frame_free(void *fp, size_t size)
     if (h->magic == DEAD)
         etc_check_fail(fname_of(h), NULL, 0, "frame freed twice (END_FUNCTION/RETURN after the end)");
     h->magic = DEAD;
+    if (h->prev)
+        h->prev->next = h->next;
+    else
+        p->check_live = h->next;
+    if (h->next)
+        h->next->prev = h->prev;
     if (!p->check_quarantine) {
         p->check_quarantine = etc_xmalloc(QUARANTINE * sizeof *p->check_quarantine);
         p->check_quarantine_size = etc_xmalloc(QUARANTINE * sizeof *p->check_quarantine_size);
@@ -102,6 +124,57 @@ void etc_check_frame_free(void *fp, size_t size)
     p->check_quarantine[i] = fp;
     p->check_quarantine_size[i] = size;
     p->check_quarantine_next = (i + 1) % QUARANTINE;
+}
+
+/* At the end of a run: the functions whose frames are still alive were waiting
+ * for signals that never came. Not an error (the run ended by quiescence, as the
+ * language says), but worth a warning: it is how a deadlock looks. */
+void etc_check_report_waiting(void)
+{
+    etc_node_private *p = etc_rts.priv;
+    if (!p->check_live)
+        return;
+    enum { MAXF = 8 };
+    const char *names[MAXF];
+    long counts[MAXF], total = 0, others = 0;
+    int nnames = 0;
+    char example[160] = "";
+    for (etc_frame_hdr *h = p->check_live; h; h = h->next) {
+        total++;
+        int i = 0;
+        while (i < nnames && strcmp(names[i], fname_of(h)) != 0)
+            i++;
+        if (i == nnames && nnames < MAXF) {
+            names[nnames] = fname_of(h);
+            counts[nnames++] = 0;
+        }
+        if (i < nnames)
+            counts[i]++;
+        else
+            others++;
+        if (!example[0]) {
+            etc_slot *sl = slots_of(h);
+            for (int k = 0; k < h->nslots; k++) {
+                if (sl[k].ip && sl[k].cnt > 0) {
+                    snprintf(example, sizeof example, "; e.g. '%s' slot %d awaits %d more signal%s",
+                             fname_of(h), k, sl[k].cnt, sl[k].cnt == 1 ? "" : "s");
+                    break;
+                }
+            }
+        }
+    }
+    char list[512] = "";
+    size_t used = 0;
+    for (int i = 0; i < nnames && used < sizeof list; i++)
+        used += (size_t)snprintf(list + used, sizeof list - used, "%s'%s' x%ld", i ? ", " : "",
+                                 names[i], counts[i]);
+    if (others && used < sizeof list)
+        snprintf(list + used, sizeof list - used, ", %ld more", others);
+    fflush(stdout);
+    fprintf(stderr, "etc: warning: node %d: the run ended with %ld threaded function%s still "
+                    "waiting on sync slots (%s)%s\n", etc_rts.node_id, total,
+            total == 1 ? "" : "s", list, example);
+    fflush(stderr);
 }
 
 void etc_check_dispatch(const etc_closure *c)

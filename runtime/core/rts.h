@@ -72,6 +72,9 @@ typedef struct etc_node_private {
     void **check_quarantine;
     size_t *check_quarantine_size;
     int check_quarantine_next;
+#ifdef ETC_CHECK
+    struct etc_frame_hdr *check_live; /* live frames, for the end-of-run report */
+#endif
 } etc_node_private;
 
 /* remote.c: sends count work messages; handlers are registered in deliver */

@@ -216,6 +216,9 @@ int main(int argc, char **argv)
     if (id == 0)
         etc_user_main(argc, argv);
     run();
+#ifdef ETC_CHECK
+    etc_check_report_waiting();
+#endif
     etc_rts.prof.elapsed = etc_time() - node_private.start_time;
     etc_prof_finish();
     etc_net_finish();

@@ -177,6 +177,7 @@ long etc_check_slot(long index, int nslots, const char *fname, const char *file,
 void *etc_check_deref(const void *g, const char *fname, const char *file, int line);
 void etc_check_signal(const etc_slot *s, const char *what, const char *file, int line);
 void etc_check_frame_free(void *fp, size_t size);
+void etc_check_report_waiting(void);
 void etc_check_dispatch(const etc_closure *c);
 extern const char etc_abi_check;
 #define ETC_ABI_SYMBOL etc_abi_check
@@ -275,23 +276,18 @@ static inline void etc_tq_push_tail(etc_thread fn, void *pp, size_t size)
 /* ---- frames in the checking build */
 
 #ifdef ETC_CHECK
+/* In the checking build every activation frame starts with this header, and the
+ * live frames of a node are linked, so that a run which ends with functions still
+ * waiting on their slots (often a deadlock) can say which. */
 typedef struct etc_frame_hdr {
     uint32_t magic;
     int nslots;
     const char *fname;
+    struct etc_frame_hdr *prev, *next;
 } etc_frame_hdr;
 #define ETC_FRAME_LIVE 0x45544346u /* "ETCF" */
 #define ETC_FRAME_HEADER etc_frame_hdr _hdr;
-static inline void etc_frame_check_init(void *fp, const char *fname, int nslots)
-{
-    etc_frame_hdr *h = (etc_frame_hdr *)fp;
-    h->magic = ETC_FRAME_LIVE;
-    h->nslots = nslots;
-    h->fname = fname;
-    /* the slots follow the header; zero them so that a signal before INIT_SYNC
-     * is recognised */
-    __builtin_memset(h + 1, 0, (size_t)nslots * sizeof(etc_slot));
-}
+void etc_frame_check_init(void *fp, const char *fname, int nslots);
 #define ETC_SLOT(fp, index, nslots, fname, file, line) \
     (&(fp)->_slots[etc_check_slot((long)(index), (nslots), (fname), (file), (line))])
 #define ETC_DEREF(g, fname, file, line) \
