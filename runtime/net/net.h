@@ -12,7 +12,9 @@
 #ifndef ETC_NET_H
 #define ETC_NET_H
 
+#include <stdatomic.h>
 #include <stddef.h>
+#include <stdint.h>
 
 /* The layer's name, as `etcc -target` spells it. */
 extern const char etc_net_name[];
@@ -34,6 +36,20 @@ int etc_net_poll(void);
  * poll costs a system call (tcp), flushes coalesced output and polls when enough
  * time has passed. */
 void etc_net_boundary(void);
+
+/* What the core may test inline at a thread boundary, before it calls
+ * etc_net_boundary(): while every watched word (written by senders) equals the
+ * value this node has consumed up to, and *dirty is 0 (nothing queued to send),
+ * the call would do nothing. n < 0: no such test; always call. Valid after
+ * etc_net_start(), for the life of the node. */
+typedef struct etc_net_hint {
+    int n;
+    _Atomic uint64_t *const *word;
+    const uint64_t *const *seen;
+    const int *dirty;
+} etc_net_hint;
+
+const etc_net_hint *etc_net_boundary_hint(void);
 
 /* Pushes out messages a layer holds back to coalesce them (tcp). */
 void etc_net_flush(void);

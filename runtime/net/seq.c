@@ -41,6 +41,12 @@ void etc_net_boundary(void)
 {
 }
 
+const etc_net_hint *etc_net_boundary_hint(void)
+{
+    static const etc_net_hint none = {0, NULL, NULL, NULL};
+    return &none; /* one node: the core never polls */
+}
+
 void etc_net_wait(double seconds)
 {
     (void)seconds;

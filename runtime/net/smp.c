@@ -96,6 +96,8 @@ static struct {
     uint64_t *in_tail;             /* consumer's view, per source */
     ring_ctl **in_rings;           /* the n - 1 rings into this node ... */
     uint64_t **in_seen;            /* ... and where we have read each up to */
+    _Atomic uint64_t **in_heads;   /* their head words, for the boundary hint */
+    etc_net_hint hint;
     ovf **ovf_head, **ovf_tail;
     int ovf_pending;
     reasm *asm_;
@@ -275,8 +277,14 @@ void etc_net_flush(void)
     ovf_flush();
 }
 
+const etc_net_hint *etc_net_boundary_hint(void)
+{
+    return &S.hint;
+}
+
 /* At a thread boundary: one relaxed load per incoming ring; the full poll only
- * when something has arrived (the common case in fine-grain code is nothing). */
+ * when something has arrived (the common case in fine-grain code is nothing).
+ * The core makes the same test inline (the hint) and calls this only if it fails. */
 void etc_net_boundary(void)
 {
     if (S.ovf_pending)
@@ -743,14 +751,18 @@ void etc_net_start(int want, int *node_id, int *num_nodes)
             S.asm_ = calloc((size_t)n, sizeof *S.asm_);
             S.in_rings = calloc((size_t)n, sizeof *S.in_rings);
             S.in_seen = calloc((size_t)n, sizeof *S.in_seen);
+            S.in_heads = calloc((size_t)n, sizeof *S.in_heads);
             if (!S.out_head || !S.out_tail || !S.in_tail || !S.ovf_head || !S.ovf_tail ||
-                !S.asm_ || !S.in_rings || !S.in_seen)
+                !S.asm_ || !S.in_rings || !S.in_seen || !S.in_heads)
                 etc_die("out of memory");
             for (int i = 1, j = 0; i < n; i++, j++) {
                 int src = (k + i) % n;
                 S.in_rings[j] = ring(src, k);
                 S.in_seen[j] = &S.in_tail[src];
+                S.in_heads[j] = &S.in_rings[j]->head;
             }
+            S.hint = (etc_net_hint){n - 1, S.in_heads, (const uint64_t *const *)S.in_seen,
+                                    &S.ovf_pending};
             setup_output();
             *node_id = k;
             *num_nodes = n;

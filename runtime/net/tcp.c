@@ -598,6 +598,12 @@ void etc_net_boundary(void)
     etc_net_poll();
 }
 
+const etc_net_hint *etc_net_boundary_hint(void)
+{
+    static const etc_net_hint always = {-1, NULL, NULL, NULL};
+    return &always; /* the boundary logic (flush, time-gated poll) is in the call */
+}
+
 void etc_net_wait(double seconds)
 {
     if (T.n == 1)
