@@ -8,15 +8,12 @@ one (its CPUs behave like SMT siblings, so two-way speedups are bounded by this)
 
 from __future__ import annotations
 
-import os
-import subprocess
-import time
-
 from benchlib import (
     BENCH,
     BIN,
     OUT,
     ROOT,
+    BenchError,
     Section,
     cc,
     ensure_debian,
@@ -24,6 +21,7 @@ from benchlib import (
     median_of,
     plot_bars,
     table,
+    wall,
 )
 from fib import capacity
 
@@ -43,16 +41,6 @@ SIZES = {
 }
 
 
-def wall(cmd: list[str], env: dict[str, str] | None = None) -> tuple[float, str]:
-    t0 = time.perf_counter()
-    proc = subprocess.run(cmd, capture_output=True, text=True, check=False,
-                          env={**os.environ, **(env or {})}, timeout=900)
-    dt = time.perf_counter() - t0
-    if proc.returncode != 0:
-        raise RuntimeError(f"{' '.join(cmd)}: {proc.stderr[-500:]}")
-    return dt, proc.stdout
-
-
 def bench(quick: bool) -> Section:
     reps = 3 if quick else 3
     sec = Section("Applications: the EARTH Benchmark Suite (issue 6)")
@@ -69,7 +57,7 @@ def bench(quick: bool) -> Section:
         t2, out2 = zip(*[wall([etcrun, "-n", "2", str(prog), *args]) for _ in range(reps)],
                        strict=True)
         if not (out_seq[0] == out1[0] == out2[0]):
-            raise RuntimeError(f"{name}: results differ: {out_seq[0]!r} {out1[0]!r} {out2[0]!r}")
+            raise BenchError(f"{name}: results differ: {out_seq[0]!r} {out1[0]!r} {out2[0]!r}")
         cap = capacity([str(ref), *args], 3 if quick else 3)[2]
         ts, e1, e2 = median_of(t_seq), median_of(t1), median_of(t2)
         sp = ts / e2

@@ -5,11 +5,10 @@ Baseline in the same run: the sequential C reference (speedup = its time / etc's
 
 from __future__ import annotations
 
-import os
 import subprocess
 import time
 
-from benchlib import BIN, OUT, ROOT, Section, cc, etcc, median_of, table
+from benchlib import BIN, OUT, ROOT, BenchError, Section, cc, etcc, median_of, table, wall
 
 EBS = ROOT / "samples" / "ebs"
 BALANCERS = ["spn", "dual", "shis", "snd", "his", "range", "catapult", "rand",
@@ -27,15 +26,7 @@ DIVIDE_AND_CONQUER = ["fib", "queens", "knary"]
 
 
 def _run(prog: str, args: list[str], nodes: int, lb: str) -> tuple[float, str]:
-    etcrun = str(BIN / "etcrun")
-    t0 = time.perf_counter()
-    proc = subprocess.run([etcrun, "-n", str(nodes), "--lb", lb, prog, *args],
-                          capture_output=True, text=True, check=False, timeout=600,
-                          env=dict(os.environ))
-    dt = time.perf_counter() - t0
-    if proc.returncode != 0:
-        raise RuntimeError(f"{lb} {nodes} {prog}: {proc.stderr[-400:]}")
-    return dt, proc.stdout
+    return wall([str(BIN / "etcrun"), "-n", str(nodes), "--lb", lb, prog, *args], timeout=600)
 
 
 def bench(quick: bool) -> Section:
@@ -60,7 +51,7 @@ def bench(quick: bool) -> Section:
                 for _ in range(reps):
                     dt, out = _run(prog, args, nodes, lb)
                     if out != want:
-                        raise RuntimeError(f"{name} under {lb} on {nodes}: {out!r} != {want!r}")
+                        raise BenchError(f"{name} under {lb} on {nodes}: {out!r} != {want!r}")
                     samples.append(dt)
                 times[lb] = median_of(samples)
             order = sorted(BALANCERS, key=lambda b: times[b])

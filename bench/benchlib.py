@@ -162,9 +162,8 @@ def ensure_debian(header: str, package: str) -> bool:
     return Path(header).exists()
 
 
-def plot_bars(name: str, title: str, labels: Sequence[str], series: dict[str, list[float]],
-              ylabel: str, log: bool = False) -> str | None:
-    """A grouped bar chart saved as bench/plots/NAME.png; returns its markdown."""
+def _pyplot() -> object | None:
+    """matplotlib's pyplot without a display, installed into the venv if needed."""
     if not ensure_package("matplotlib", "matplotlib"):
         return None
     import matplotlib  # noqa: PLC0415
@@ -173,7 +172,23 @@ def plot_bars(name: str, title: str, labels: Sequence[str], series: dict[str, li
     import matplotlib.pyplot as plt  # noqa: PLC0415
 
     PLOTS.mkdir(parents=True, exist_ok=True)
-    fig, ax = plt.subplots(figsize=(max(6, len(labels) * 0.9), 3.6))
+    return plt
+
+
+def _save(plt: object, fig: object, name: str, title: str) -> str:
+    fig.tight_layout()  # type: ignore[attr-defined]
+    fig.savefig(PLOTS / f"{name}.png", dpi=110)  # type: ignore[attr-defined]
+    plt.close(fig)  # type: ignore[attr-defined]
+    return f"![{title}](plots/{name}.png)"
+
+
+def plot_bars(name: str, title: str, labels: Sequence[str], series: dict[str, list[float]],
+              ylabel: str, log: bool = False) -> str | None:
+    """A grouped bar chart saved as bench/plots/NAME.png; returns its markdown."""
+    plt = _pyplot()
+    if plt is None:
+        return None
+    fig, ax = plt.subplots(figsize=(max(6, len(labels) * 0.9), 3.6))  # type: ignore[attr-defined]
     width = 0.8 / max(1, len(series))
     for i, (sname, values) in enumerate(series.items()):
         xs = [x + i * width for x in range(len(labels))]
@@ -185,24 +200,15 @@ def plot_bars(name: str, title: str, labels: Sequence[str], series: dict[str, li
     if log:
         ax.set_yscale("log")
     ax.legend(fontsize=8)
-    fig.tight_layout()
-    path = PLOTS / f"{name}.png"
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return f"![{title}](plots/{name}.png)"
+    return _save(plt, fig, name, title)
 
 
 def plot_lines(name: str, title: str, xs: Sequence[float], series: dict[str, list[float]],
                xlabel: str, ylabel: str, logx: bool = False) -> str | None:
-    if not ensure_package("matplotlib", "matplotlib"):
+    plt = _pyplot()
+    if plt is None:
         return None
-    import matplotlib  # noqa: PLC0415
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt  # noqa: PLC0415
-
-    PLOTS.mkdir(parents=True, exist_ok=True)
-    fig, ax = plt.subplots(figsize=(6, 3.6))
+    fig, ax = plt.subplots(figsize=(6, 3.6))  # type: ignore[attr-defined]
     for sname, values in series.items():
         ax.plot(xs, values, marker="o", label=sname)
     ax.set_xlabel(xlabel)
@@ -211,11 +217,20 @@ def plot_lines(name: str, title: str, xs: Sequence[float], series: dict[str, lis
     if logx:
         ax.set_xscale("log")
     ax.legend(fontsize=8)
-    fig.tight_layout()
-    path = PLOTS / f"{name}.png"
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return f"![{title}](plots/{name}.png)"
+    return _save(plt, fig, name, title)
+
+
+def wall(cmd: Sequence[str], env: dict[str, str] | None = None,
+         timeout: float = 900) -> tuple[float, str]:
+    """Wall time of a whole run (start-up included) and its stdout; a failure is fatal."""
+    t0 = time.perf_counter()
+    proc = subprocess.run(list(cmd), capture_output=True, text=True, check=False,
+                          env={**os.environ, **(env or {})}, timeout=timeout)
+    dt = time.perf_counter() - t0
+    if proc.returncode != 0:
+        raise BenchError(f"{' '.join(map(str, cmd))} failed ({proc.returncode}):\n"
+                         f"{proc.stderr[-1000:]}")
+    return dt, proc.stdout
 
 
 def save_json(path: Path, data: object) -> None:

@@ -7,19 +7,7 @@
 #include <tbb/global_control.h>
 #include <tbb/task_group.h>
 
-static long long count_seq(unsigned all, unsigned cols, unsigned ld, unsigned rd)
-{
-    long long count = 0;
-    unsigned free_ = all & ~(cols | ld | rd);
-    if (cols == all)
-        return 1;
-    while (free_) {
-        unsigned bit = free_ & -free_;
-        free_ -= bit;
-        count += count_seq(all, cols | bit, (ld | bit) << 1, (rd | bit) >> 1);
-    }
-    return count;
-}
+#include "queens_count.h"
 
 static long long queens(unsigned all, int depth, int placed, unsigned cols, unsigned ld,
                         unsigned rd)

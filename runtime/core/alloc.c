@@ -55,32 +55,35 @@ void etc_free_slow(void *p, size_t size)
     free(p);
 }
 
+/* Doubles a ring of `elem`-byte entries, its live part [head, tail) moved to the
+ * front (the ready queue and the token deque are both such rings). */
+static void ring_grow(void **buf, size_t *mask, size_t *head, size_t *tail, size_t elem)
+{
+    size_t n = *mask + 1, len = *tail - *head;
+    char *nb = etc_xmalloc(2 * n * elem);
+    for (size_t i = 0; i < len; i++)
+        memcpy(nb + i * elem, (char *)*buf + ((*head + i) & *mask) * elem, elem);
+    free(*buf);
+    *buf = nb;
+    *mask = 2 * n - 1;
+    *head = 0;
+    *tail = len;
+}
+
 void etc_rq_grow(void)
 {
     etc_rq *q = &etc_rts.rq;
-    size_t n = q->mask + 1, len = q->tail - q->head;
-    etc_closure *buf = etc_xmalloc(2 * n * sizeof *buf);
-    for (size_t i = 0; i < len; i++)
-        buf[i] = q->buf[(q->head + i) & q->mask];
-    free(q->buf);
+    void *buf = q->buf;
+    ring_grow(&buf, &q->mask, &q->head, &q->tail, sizeof *q->buf);
     q->buf = buf;
-    q->mask = 2 * n - 1;
-    q->head = 0;
-    q->tail = len;
 }
 
 void etc_tq_grow(void)
 {
     etc_tq *q = &etc_rts.tq;
-    size_t n = q->mask + 1, len = q->tail - q->head;
-    etc_tok *buf = etc_xmalloc(2 * n * sizeof *buf);
-    for (size_t i = 0; i < len; i++)
-        buf[i] = q->buf[(q->head + i) & q->mask];
-    free(q->buf);
+    void *buf = q->buf;
+    ring_grow(&buf, &q->mask, &q->head, &q->tail, sizeof *q->buf);
     q->buf = buf;
-    q->mask = 2 * n - 1;
-    q->head = 0;
-    q->tail = len;
 }
 
 void etc_tq_push_head(etc_tok t)

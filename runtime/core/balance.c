@@ -166,6 +166,30 @@ void etc_lb_send_request(int dest, int type, const void *body, size_t len)
     ETC_PROF_ADD(requests_sent, 1);
 }
 
+/* The request of the ring balancers (spn, shis, his, range, catapult): the node
+ * that asked, travelling from node to node until someone has work. */
+typedef struct {
+    int32_t origin;
+} ring_request;
+
+void etc_lb_send_ring_request(int dest, int origin)
+{
+    ring_request m = {origin};
+    etc_lb_send_request(dest, ETC_LB_RING_REQ, &m, sizeof m);
+}
+
+int etc_lb_ring_request_origin(int src, int type, const void *body, size_t len)
+{
+    ring_request m;
+    if (type != ETC_LB_RING_REQ || len != sizeof m)
+        etc_lb_bad_message(src, type, len);
+    memcpy(&m, body, sizeof m);
+    if (m.origin < 0 || m.origin >= etc_rts.num_nodes)
+        etc_lb_bad_message(src, type, len);
+    etc_lb_count_request_received();
+    return m.origin;
+}
+
 void etc_lb_bad_message(int src, int type, size_t len)
 {
     etc_fatal("malformed message for balancer %s (type %d, %zu bytes) from node %d",

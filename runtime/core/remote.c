@@ -186,14 +186,22 @@ static void bad_message(int src, int type, size_t len)
     etc_fatal("malformed message (type %d, %zu bytes) from node %d", type, len, src);
 }
 
+/* Copies a fixed-size message body out (bodies need not be aligned), or ends the
+ * run if the size is wrong: `exact` 0 allows bytes after the fixed part. */
+static void take(void *m, size_t size, const void *body, size_t len, int exact, int src,
+                 int type)
+{
+    if (exact ? len != size : len < size)
+        bad_message(src, type, len);
+    memcpy(m, body, size);
+}
+
 void etc_handle_work(int src, int type, const void *body, size_t len)
 {
     switch (type) {
     case ETC_M_SYNC: {
         msg_sync m;
-        if (len != sizeof m)
-            bad_message(src, type, len);
-        memcpy(&m, body, sizeof m);
+        take(&m, sizeof m, body, len, 1, src, type);
 #ifdef ETC_CHECK
         etc_check_signal(PTR(m.slot), "RSYNC from another node", "(runtime)", 0);
 #endif
@@ -202,9 +210,7 @@ void etc_handle_work(int src, int type, const void *body, size_t len)
     }
     case ETC_M_INCR: {
         msg_incr m;
-        if (len != sizeof m)
-            bad_message(src, type, len);
-        memcpy(&m, body, sizeof m);
+        take(&m, sizeof m, body, len, 1, src, type);
 #ifdef ETC_CHECK
         etc_check_signal(PTR(m.slot), "INCR_RSYNC from another node", "(runtime)", 0);
 #endif
@@ -213,17 +219,13 @@ void etc_handle_work(int src, int type, const void *body, size_t len)
     }
     case ETC_M_SPAWN: {
         msg_spawn m;
-        if (len != sizeof m)
-            bad_message(src, type, len);
-        memcpy(&m, body, sizeof m);
+        take(&m, sizeof m, body, len, 1, src, type);
         etc_rq_push((etc_thread)PTR(m.ip), PTR(m.fp), 1);
         break;
     }
     case ETC_M_DATA: {
         msg_data m;
-        if (len != sizeof m)
-            bad_message(src, type, len);
-        memcpy(&m, body, sizeof m);
+        take(&m, sizeof m, body, len, 1, src, type);
         if (m.size > sizeof m.bytes)
             bad_message(src, type, len);
         memcpy(PTR(m.dest), m.bytes, m.size);
@@ -232,9 +234,7 @@ void etc_handle_work(int src, int type, const void *body, size_t len)
     }
     case ETC_M_GET: {
         msg_get m;
-        if (len != sizeof m)
-            bad_message(src, type, len);
-        memcpy(&m, body, sizeof m);
+        take(&m, sizeof m, body, len, 1, src, type);
         if (m.size > 8)
             bad_message(src, type, len);
         unsigned char v[8];
@@ -244,9 +244,7 @@ void etc_handle_work(int src, int type, const void *body, size_t len)
     }
     case ETC_M_PUT: {
         msg_put m;
-        if (len < sizeof m)
-            bad_message(src, type, len);
-        memcpy(&m, body, sizeof m);
+        take(&m, sizeof m, body, len, 0, src, type);
         if (m.n != len - sizeof m)
             bad_message(src, type, len);
         memcpy(PTR(m.dest), (const char *)body + sizeof m, m.n);
@@ -255,17 +253,13 @@ void etc_handle_work(int src, int type, const void *body, size_t len)
     }
     case ETC_M_BLKGET: {
         msg_blkget m;
-        if (len != sizeof m)
-            bad_message(src, type, len);
-        memcpy(&m, body, sizeof m);
+        take(&m, sizeof m, body, len, 1, src, type);
         etc_blkmov_sync(PTR(m.src), PTR(m.dest), (long)m.n, PTR(m.slot));
         break;
     }
     case ETC_M_INVOKE: {
         msg_invoke m;
-        if (len < sizeof m)
-            bad_message(src, type, len);
-        memcpy(&m, body, sizeof m);
+        take(&m, sizeof m, body, len, 0, src, type);
         if (m.size != len - sizeof m)
             bad_message(src, type, len);
         void *pp = etc_frame_alloc(m.size);

@@ -22,13 +22,7 @@
 
 #include "lb/lb.h"
 
-enum { REQ = ETC_LB_MSG };
-
 #define THRESHOLD ETC_LB_THRESHOLD
-
-typedef struct {
-    int32_t origin;
-} req_msg;
 
 typedef struct {
     int pending;
@@ -106,10 +100,9 @@ static void ask(state *s)
     int dest = newest(rich_stamp(s));
     if (dest < 0)
         dest = etc_lb_pred();
-    req_msg m = {etc_lb_node()};
     s->pending = 1;
     s->asked = dest;
-    etc_lb_send_request(dest, REQ, &m, sizeof m);
+    etc_lb_send_ring_request(dest, etc_lb_node());
 }
 
 static double idle(void)
@@ -154,29 +147,23 @@ static void token(int src, const etc_token_msg *h, etc_tok tok)
 
 static void message(int src, int type, const void *body, size_t len)
 {
-    req_msg m;
-    if (type != REQ || len != sizeof m)
-        etc_lb_bad_message(src, type, len);
-    memcpy(&m, body, sizeof m);
-    if (m.origin < 0 || m.origin >= etc_lb_nodes())
-        etc_lb_bad_message(src, type, len);
-    etc_lb_count_request_received();
+    int origin = etc_lb_ring_request_origin(src, type, body, len);
     state *s = S();
-    if (m.origin == etc_lb_node()) { /* back home: nobody on the way had work */
+    if (origin == etc_lb_node()) { /* back home: nobody on the way had work */
         s->pending = 0;
         rich_stamp(s)[s->asked] = 0;
         if (!etc_lb_busy())
             etc_lb_backoff_fail(&s->backoff);
         return;
     }
-    saw_idle(s, m.origin);
+    saw_idle(s, origin);
     etc_tok t;
     if (etc_lb_surplus() && etc_lb_take_oldest(&t)) {
-        forget_idle(s, m.origin);
-        etc_lb_send_token(m.origin, t, etc_lb_node(), 0, 1);
+        forget_idle(s, origin);
+        etc_lb_send_token(origin, t, etc_lb_node(), 0, 1);
         return;
     }
-    etc_lb_send_request(etc_lb_pred(), REQ, &m, sizeof m);
+    etc_lb_send_ring_request(etc_lb_pred(), origin);
 }
 
 const etc_lb_ops etc_lb_his = {

@@ -92,6 +92,12 @@ void etc_lb_send(int dest, int type, const void *body, size_t len);
 /* etc_lb_send and etc_lb_count_request_sent in one. */
 void etc_lb_send_request(int dest, int type, const void *body, size_t len);
 /* A balancer message of the wrong type or size: a fatal error. */
+/* The ring balancers' request (spn, shis, his, range, catapult): it carries the
+ * node that asked. Sending counts a request sent; reading one checks it (a
+ * malformed one ends the run), counts it received and returns who asked. */
+#define ETC_LB_RING_REQ ETC_LB_MSG
+void etc_lb_send_ring_request(int dest, int origin);
+int etc_lb_ring_request_origin(int src, int type, const void *body, size_t len);
 void etc_lb_bad_message(int src, int type, size_t len) __attribute__((noreturn));
 /* A message the balancer's protocol cannot produce now (an answer to no
  * question): a fatal error naming `what`. */

@@ -31,13 +31,9 @@
 
 #include "lb/range_core.h"
 
-enum { REQ = ETC_LB_MSG, NOT_IDLE };
+enum { NOT_IDLE = ETC_LB_RING_REQ + 1 };
 
 #define THRESHOLD ETC_LB_THRESHOLD
-
-typedef struct {
-    int32_t origin;
-} req_msg;
 
 typedef struct {
     const etc_lb_range_policy *policy;
@@ -91,9 +87,8 @@ double etc_lb_range_core_idle(void)
     double wait = etc_lb_backoff_wait(&s->backoff);
     if (wait > 0)
         return wait;
-    req_msg m = {etc_lb_node()};
     s->pending = 1;
-    etc_lb_send_request(etc_lb_pred(), REQ, &m, sizeof m);
+    etc_lb_send_ring_request(etc_lb_pred(), etc_lb_node());
     return -1.0;
 }
 
@@ -146,15 +141,9 @@ void etc_lb_range_core_message(int src, int type, const void *body, size_t len)
         set_idle(s, src, 0);
         return;
     }
-    req_msg m;
-    if (type != REQ || len != sizeof m)
-        etc_lb_bad_message(src, type, len);
-    memcpy(&m, body, sizeof m);
-    if (m.origin < 0 || m.origin >= etc_lb_nodes())
-        etc_lb_bad_message(src, type, len);
-    etc_lb_count_request_received();
+    int origin = etc_lb_ring_request_origin(src, type, body, len);
     int n = etc_lb_nodes(), me = etc_lb_node();
-    if (m.origin == me) { /* back home: nobody on the way had work */
+    if (origin == me) { /* back home: nobody on the way had work */
         s->pending = 0;
         if (!etc_lb_busy())
             etc_lb_backoff_fail(&s->backoff);
@@ -162,14 +151,14 @@ void etc_lb_range_core_message(int src, int type, const void *body, size_t len)
     }
     for (int k = (me + 1) % n;; k = (k + 1) % n) { /* me+1 .. origin are idle */
         set_idle(s, k, 1);
-        if (k == m.origin)
+        if (k == origin)
             break;
     }
     etc_tok t;
     if (etc_lb_surplus() && etc_lb_take_oldest(&t)) {
-        set_idle(s, m.origin, 0);
-        etc_lb_send_token(m.origin, t, me, 0, 1);
+        set_idle(s, origin, 0);
+        etc_lb_send_token(origin, t, me, 0, 1);
         return;
     }
-    etc_lb_send_request(etc_lb_pred(), REQ, &m, sizeof m);
+    etc_lb_send_ring_request(etc_lb_pred(), origin);
 }

@@ -12,12 +12,6 @@
 
 #include "lb/lb.h"
 
-enum { REQ = ETC_LB_MSG };
-
-typedef struct {
-    int32_t origin;
-} req_msg;
-
 typedef struct {
     int pending;
     int last_rich; /* the node whose token came last, -1: none */
@@ -42,9 +36,8 @@ static double idle(void)
     double wait = etc_lb_backoff_wait(&s->backoff);
     if (wait > 0)
         return wait;
-    req_msg m = {etc_lb_node()};
     s->pending = 1;
-    etc_lb_send_request(s->last_rich >= 0 ? s->last_rich : etc_lb_pred(), REQ, &m, sizeof m);
+    etc_lb_send_ring_request(s->last_rich >= 0 ? s->last_rich : etc_lb_pred(), etc_lb_node());
     return -1.0;
 }
 
@@ -63,15 +56,9 @@ static void token(int src, const etc_token_msg *h, etc_tok tok)
 
 static void message(int src, int type, const void *body, size_t len)
 {
-    req_msg m;
-    if (type != REQ || len != sizeof m)
-        etc_lb_bad_message(src, type, len);
-    memcpy(&m, body, sizeof m);
-    if (m.origin < 0 || m.origin >= etc_lb_nodes())
-        etc_lb_bad_message(src, type, len);
-    etc_lb_count_request_received();
+    int origin = etc_lb_ring_request_origin(src, type, body, len);
     state *s = S();
-    if (m.origin == etc_lb_node()) { /* back home: nobody on the way had work */
+    if (origin == etc_lb_node()) { /* back home: nobody on the way had work */
         s->pending = 0;
         s->last_rich = -1;
         if (!etc_lb_busy())
@@ -80,10 +67,10 @@ static void message(int src, int type, const void *body, size_t len)
     }
     etc_tok t;
     if (etc_lb_surplus() && etc_lb_take_oldest(&t)) {
-        etc_lb_send_token(m.origin, t, etc_lb_node(), 0, 1); /* signed: origin = us */
+        etc_lb_send_token(origin, t, etc_lb_node(), 0, 1); /* signed: origin = us */
         return;
     }
-    etc_lb_send_request(etc_lb_pred(), REQ, &m, sizeof m);
+    etc_lb_send_ring_request(etc_lb_pred(), origin);
 }
 
 const etc_lb_ops etc_lb_shis = {

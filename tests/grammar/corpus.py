@@ -16,6 +16,8 @@ from pathlib import Path
 
 import tree_sitter
 
+from etcpre.cli.etcpre_cmd import format_sexp
+
 CORPUS = Path(__file__).resolve().parents[2] / "grammar" / "test" / "corpus"
 RULE = "=" * 80
 DASHES = "-" * 80
@@ -51,23 +53,8 @@ _TOKEN = re.compile(r'\(|\)|[^\s()]+')
 
 
 def pretty(sexp: str) -> str:
-    """One node per line, two spaces of indentation, fields beside their node."""
-    lines: list[str] = []
-    depth = 0
-    field = ""
-    for tok in _TOKEN.findall(sexp):
-        if tok == "(":
-            lines.append("  " * depth + field + "(")
-            field = ""
-            depth += 1
-        elif tok == ")":
-            depth -= 1
-            lines[-1] += ")"
-        elif tok.endswith(":"):
-            field = tok + " "
-        else:
-            lines[-1] += ("" if lines[-1].endswith("(") else " ") + tok
-    return "\n".join(lines)
+    """One node per line, fields beside their node: as `etcpre --syntax-tree` prints."""
+    return format_sexp(sexp)
 
 
 def normalize(sexp: str) -> str:
