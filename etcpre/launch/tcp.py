@@ -129,15 +129,29 @@ class Launcher:
         self.error: str | None = None
         self.status = 0
         self.interrupted = 0
-        self.stdout = sys.stdout.buffer
-        self.stderr = sys.stderr.buffer
+        self.stdout: object | None = sys.stdout.buffer
+        self.stderr: object | None = sys.stderr.buffer
 
     # ---------------------------------------------------------------- output
+
+    def _write(self, stream: str, data: bytes) -> None:
+        """Writes to our stdout/stderr; a reader that went away (`| head`) is not a
+        failure of the run, and its output is dropped from then on."""
+        sink = self.stdout if stream == "out" else self.stderr
+        if sink is None:
+            return
+        try:
+            sink.write(data)  # type: ignore[attr-defined]
+            sink.flush()  # type: ignore[attr-defined]
+        except OSError:
+            if stream == "out":
+                self.stdout = None
+            else:
+                self.stderr = None
 
     def emit(self, node: Node, stream: str, data: bytes, eof: bool) -> None:
         buf = node.out[stream]
         buf += data
-        sink = self.stdout if stream == "out" else self.stderr
         while True:
             nl = buf.find(b"\n")
             if nl < 0:
@@ -146,12 +160,10 @@ class Launcher:
                 nl = len(buf) - 1
             line = bytes(buf[: nl + 1])
             del buf[: nl + 1]
-            sink.write((f"[{node.k}] ".encode() if self.tag else b"") + line)
-            sink.flush()
+            self._write(stream, (f"[{node.k}] ".encode() if self.tag else b"") + line)
 
     def say(self, msg: str) -> None:
-        self.stderr.write(msg.encode() + b"\n")
-        self.stderr.flush()
+        self._write("err", msg.encode() + b"\n")
 
     def fail(self, msg: str | None, status: int = 1) -> None:
         """The first failure ends the run; later ones are consequences."""
@@ -324,7 +336,7 @@ class Launcher:
         if self.phase == "start" and node.conn is None:
             self.fail(f"node {node.k} on host {node.host} exited before connecting "
                       f"({describe(status)})")
-        elif status > 0:
+        elif status >= 0:
             self.fail(f"node {node.k} (host {node.host}): exited with status {status} while "
                       "the run was going on (a node must not call exit(); MAIN ends with "
                       "END_FUNCTION() or RETURN())")
@@ -437,22 +449,34 @@ class Launcher:
         self.interrupted = signum
 
     def stop(self) -> None:
-        """Stops whatever still runs, reaps every process, relays the last output."""
-        if self.error is not None or self.interrupted:
-            self.send_all("KILL\n")
-        deadline = time.monotonic() + STOP_GRACE
-        while time.monotonic() < deadline and \
-                any(nd.proc and nd.proc.poll() is None for nd in self.nodes):
-            self.pump(0.05)
-        for nd in self.nodes:
-            if nd.proc and nd.proc.poll() is None:
-                try:
-                    os.killpg(nd.proc.pid, signal.SIGKILL)
-                except OSError:
-                    pass
-        for nd in self.nodes:
-            if nd.proc:
-                nd.proc.wait()
+        """Stops whatever still runs, reaps every process, relays the last output.
+        A node's own thread watching the launcher makes it exit on KILL or when the
+        control connection closes, even in the middle of a long thread, also on a
+        remote host where the launcher can only end the ssh client."""
+        try:
+            if self.error is not None or self.interrupted:
+                self.send_all("KILL\n")
+            deadline = time.monotonic() + STOP_GRACE
+            while time.monotonic() < deadline and \
+                    any(nd.proc and nd.proc.poll() is None for nd in self.nodes):
+                self.pump(0.05)
+        finally:
+            for nd in self.nodes:
+                if nd.conn is not None:
+                    try:
+                        self.sel.unregister(nd.conn)
+                    except (KeyError, ValueError):
+                        pass
+                    nd.conn.close()
+                    nd.conn = None
+                if nd.proc and nd.proc.poll() is None:
+                    try:
+                        os.killpg(nd.proc.pid, signal.SIGKILL)
+                    except OSError:
+                        pass
+            for nd in self.nodes:
+                if nd.proc:
+                    nd.proc.wait()
         end = time.monotonic() + 1.0
         while self.sel.get_map() and time.monotonic() < end and \
                 any(k.data[0] in ("out", "err") for k in self.sel.get_map().values()):
@@ -461,8 +485,6 @@ class Launcher:
             for stream in ("out", "err"):
                 if nd.out[stream]:
                     self.emit(nd, stream, b"", eof=True)
-            if nd.conn is not None:
-                nd.conn.close()
         for conn in list(self.pending):
             conn.close()
 

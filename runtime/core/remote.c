@@ -50,6 +50,14 @@ typedef struct {
 #define U64(p) ((uint64_t)(uintptr_t)(p))
 #define PTR(u) ((void *)(uintptr_t)(u))
 
+/* A GLOBAL pointer as another node must read it: an untagged (local) one is
+ * this node's, so it gets this node's tag; NULL stays NULL ("no slot"). */
+static uint64_t G64(const void *p)
+{
+    uintptr_t u = (uintptr_t)p;
+    return u && !(u >> ETC_ADDR_BITS) ? (uint64_t)(u | etc_rts.gtag) : (uint64_t)u;
+}
+
 void etc_send(int dest, int type, const void *a, size_t alen, const void *b, size_t blen)
 {
     if (type <= ETC_M_LAST_WORK)
@@ -110,7 +118,7 @@ void etc_data_remote(void *dest, const void *value, size_t size, etc_slot *slot)
         signal(slot);
         return;
     }
-    msg_data m = {U64(etc_addr(dest)), U64(slot), size, {0}};
+    msg_data m = {U64(etc_addr(dest)), G64(slot), size, {0}};
     memcpy(m.bytes, value, size);
     send_comm(etc_owner_of(dest), ETC_M_DATA, &m, sizeof m, NULL, 0);
 }
@@ -123,7 +131,7 @@ void etc_get_remote(const void *src, void *dest, size_t size, etc_slot *slot)
         etc_data_remote(dest, v, size, slot);
         return;
     }
-    msg_get m = {U64(etc_addr(src)), U64(dest), U64(slot), size};
+    msg_get m = {U64(etc_addr(src)), G64(dest), G64(slot), size};
     send_comm(etc_owner_of(src), ETC_M_GET, &m, sizeof m, NULL, 0);
 }
 
@@ -148,7 +156,7 @@ static void put_bytes(const void *src, void *dest, size_t n, etc_slot *slot)
     uint64_t d = U64(etc_addr(dest));
     do {
         size_t k = n < piece ? n : piece;
-        msg_put m = {d, k == n ? U64(slot) : 0, k};
+        msg_put m = {d, k == n ? G64(slot) : 0, k};
         send_comm(owner, ETC_M_PUT, &m, sizeof m, s, k);
         s += k;
         d += k;
@@ -175,7 +183,7 @@ void etc_blkmov_sync(const void *src, void *dest, long n, etc_slot *slot)
         signal(slot);
         return;
     }
-    msg_blkget m = {U64(etc_addr(src)), U64(dest), U64(slot), (uint64_t)n};
+    msg_blkget m = {U64(etc_addr(src)), G64(dest), G64(slot), (uint64_t)n};
     send_comm(etc_owner_of(src), ETC_M_BLKGET, &m, sizeof m, NULL, 0);
 }
 

@@ -125,11 +125,22 @@ double etc_term_wait_hint(void)
     return d > 0 ? d : 0.0;
 }
 
-/* Node 0, idle: start a wave when one is wanted. */
+/* Every idle step. A node that answered a probe "busy" tells node 0 as soon as it
+ * is idle again: not only when it next enters idle(), since its work may also
+ * leave without running (a balancer may give its last token away while the node
+ * is still in its idle loop), and then node 0 would wait for ever. Node 0 starts
+ * a wave when one is wanted. */
 void etc_term_idle_step(void)
 {
     etc_term *t = T();
-    if (etc_rts.node_id != 0 || t->over || t->wave_running || !t->want_wave)
+    if (etc_rts.node_id != 0) {
+        if (t->answered_busy && really_idle()) {
+            t->answered_busy = 0;
+            etc_send(0, ETC_M_TERM_IDLE, NULL, 0, NULL, 0);
+        }
+        return;
+    }
+    if (t->over || t->wave_running || !t->want_wave)
         return;
     if (!really_idle())
         return;

@@ -203,6 +203,15 @@ static int ovf_flush(void)
     int left = 0;
     for (int d = 0; d < S.n; d++) {
         int wrote = 0;
+        if (S.ovf_head[d] && atomic_load_explicit(&S.ctl[d].finished, memory_order_relaxed)) {
+            /* it has ended: only balancer chatter can still be queued for it */
+            while (S.ovf_head[d]) {
+                ovf *o = S.ovf_head[d];
+                S.ovf_head[d] = o->next;
+                free(o);
+            }
+            S.ovf_tail[d] = NULL;
+        }
         while (S.ovf_head[d]) {
             ovf *o = S.ovf_head[d];
             piece p = {o->body, o->len};
@@ -406,6 +415,8 @@ static int direct(int node, void *local, const void *remote, size_t n, int write
     if (S.direct < 0)
         return -1;
     pid_t pid = atomic_load(&S.ctl[node].pid);
+    if (pid <= 0)
+        return -1; /* not started yet (the supervisor is still forking): messages */
     size_t done = 0;
     while (done < n) {
         struct iovec l = {(char *)local + done, n - done};
@@ -419,10 +430,12 @@ static int direct(int node, void *local, const void *remote, size_t n, int write
                 etc_fatal("BLKMOV: %s %zu bytes at %p on node %d: not valid memory there",
                           write ? "writing" : "reading", n - done, (void *)((char *)remote + done),
                           node);
-            if (done == 0) { /* EPERM, ENOSYS: not allowed here; use messages */
-                S.direct = -1;
+            if (done == 0 && (errno == EPERM || errno == ENOSYS)) {
+                S.direct = -1; /* not allowed here (containers, Yama): messages from now on */
                 return -1;
             }
+            if (done == 0)
+                return -1; /* e.g. ESRCH: this once, by messages */
             etc_fatal("BLKMOV with node %d failed: %s", node, strerror(errno));
         }
         if (k == 0)
@@ -769,6 +782,7 @@ void etc_net_start(int want, int *node_id, int *num_nodes)
             return;
         }
         pids[k] = pid;
+        atomic_store(&S.ctl[k].pid, (int32_t)pid); /* before the node itself does */
     }
     supervise(pids, &sigs);
 }

@@ -30,7 +30,9 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -101,10 +103,8 @@ static struct {
     int pfds_cap;
     unsigned char secret[SECRET_BYTES];
     int out_pending;
-    int finishing;
+    _Atomic int finishing; /* also read by the launcher-watching thread */
     int polling;
-    char ctl_line[512];
-    size_t ctl_len;
     /* adaptive polling at thread boundaries */
     unsigned tick, budget;
     uint64_t last, interval;
@@ -224,8 +224,9 @@ static int ctl_line(char *out, size_t cap)
             return -1;
         if (c == '\n')
             break;
-        if (k + 1 < cap)
-            out[k++] = c;
+        if (k + 1 >= cap)
+            return -2; /* longer than any line the launcher sends */
+        out[k++] = c;
     }
     out[k] = 0;
     return 0;
@@ -424,11 +425,12 @@ static int read_peer(int k)
             continue;
         if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
             break;
-        /* EOF or reset */
-        if (p->in.len > p->in.off && !p->bye)
-            bad_frame(k, "truncated");
+        /* EOF or reset: without a goodbye the peer is gone (a half-sent frame is
+         * the crash's consequence, not its cause); after one, a partial frame is */
         if (!p->bye)
             lost(k);
+        if (p->in.len > p->in.off)
+            bad_frame(k, "truncated");
         p->closed = 1;
         close(p->fd);
         p->fd = -1;
@@ -493,34 +495,40 @@ static void read_strangers(void)
     }
 }
 
-static void control_readable(void)
+/* After start-up a thread of its own listens to the launcher, so that a node in
+ * a long computation (which polls nothing) still ends at once when the launcher
+ * says KILL or goes away: that is how no node outlives a failed run, on any host. */
+static void *watch_launcher(void *arg)
 {
+    (void)arg;
+    char line[64];
+    size_t k = 0;
     for (;;) {
         char c;
-        ssize_t r = recv(T.ctl, &c, 1, MSG_DONTWAIT);
-        if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
-            return;
+        ssize_t r = read(T.ctl, &c, 1);
         if (r < 0 && errno == EINTR)
             continue;
-        if (r <= 0) /* the launcher is gone: nobody is left to report to */
-            quit_quietly(1);
+        if (r <= 0 && T.finishing)
+            return NULL; /* the launcher closed after our FINISHED: fine */
+        if (r <= 0)
+            _exit(1); /* the launcher is gone: nobody is left to report to */
         if (c != '\n') {
-            if (T.ctl_len + 1 < sizeof T.ctl_line)
-                T.ctl_line[T.ctl_len++] = c;
+            if (k + 1 < sizeof line)
+                line[k++] = c;
             continue;
         }
-        T.ctl_line[T.ctl_len] = 0;
-        T.ctl_len = 0;
-        if (strcmp(T.ctl_line, "KILL") == 0)
-            quit_quietly(1); /* the launcher has reported why */
+        line[k] = 0;
+        k = 0;
+        if (strcmp(line, "KILL") == 0 && !T.finishing)
+            _exit(1); /* the launcher has reported why */
     }
 }
 
 /* Builds the poll set: peers, the launcher, the listener, strangers. */
 static int poll_set(void)
 {
-    if (T.pfds_cap < T.n + 2 + T.nstrangers) {
-        T.pfds_cap = T.n + 2 + T.nstrangers;
+    if (T.pfds_cap < T.n + 1 + T.nstrangers) {
+        T.pfds_cap = T.n + 1 + T.nstrangers;
         T.pfds = etc_xrealloc(T.pfds, (size_t)T.pfds_cap * sizeof *T.pfds);
     }
     int m = 0;
@@ -532,7 +540,6 @@ static int poll_set(void)
             ev |= POLLOUT;
         T.pfds[m++] = (struct pollfd){T.peers[k].fd, ev, 0};
     }
-    T.pfds[m++] = (struct pollfd){T.ctl, POLLIN, 0};
     T.pfds[m++] = (struct pollfd){T.listener, POLLIN, 0};
     for (int i = 0; i < T.nstrangers; i++)
         T.pfds[m++] = (struct pollfd){T.strangers[i].fd, POLLIN, 0};
@@ -553,8 +560,6 @@ static int poll_now(int timeout_ms)
         if (re & (POLLIN | POLLHUP | POLLERR))
             count += read_peer(k);
     }
-    if (T.pfds[j++].revents)
-        control_readable();
     if (T.pfds[j++].revents & POLLIN)
         accept_strangers();
     if (T.nstrangers)
@@ -621,8 +626,8 @@ void etc_net_finish(void)
 {
     fflush(stdout);
     fflush(stderr);
+    T.finishing = 1;
     if (T.n > 1) {
-        T.finishing = 1;
         frame_hdr bye = {0, NET_BYE, 0};
         for (int k = 0; k < T.n; k++) {
             peer *p = &T.peers[k];
@@ -887,8 +892,12 @@ void etc_net_start(int want, int *node_id, int *num_nodes)
     ctl_send("HELLO %d %d %s %d %s %lx %lx\n", WIRE_VERSION, T.me, hex, (int)getpid(), my_addr,
              (unsigned long)(uintptr_t)&etc_rts, (unsigned long)(uintptr_t)&etc_net_start);
 
-    char line[16384];
-    if (ctl_line(line, sizeof line) < 0)
+    size_t cap = (size_t)T.n * 96 + 64; /* "ip:port " per node */
+    char *line = etc_xmalloc(cap);
+    int got = ctl_line(line, cap);
+    if (got == -2)
+        die_startup("the launcher's address table is longer than %zu bytes", cap);
+    if (got < 0)
         quit_quietly(1);
     if (strncmp(line, "KILL", 4) == 0)
         quit_quietly(1);
@@ -922,9 +931,13 @@ void etc_net_start(int want, int *node_id, int *num_nodes)
     }
     set_nonblocking(T.listener);
     ctl_send("READY\n");
-    if (ctl_line(line, sizeof line) < 0 || strcmp(line, "GO") != 0)
+    if (ctl_line(line, cap) < 0 || strcmp(line, "GO") != 0)
         quit_quietly(1);
-    set_nonblocking(T.ctl);
+    free(line);
+    pthread_t watcher;
+    if (pthread_create(&watcher, NULL, watch_launcher, NULL) != 0)
+        die_startup("cannot start the thread that watches the launcher");
+    pthread_detach(watcher);
     /* calibrate the boundary poll interval in ticks against the clock */
     double c1 = now();
     uint64_t t1 = ticks();

@@ -296,3 +296,29 @@ def test_two_hosts_in_network_namespaces(build: Builder, tmp_path: Path,
                           capture_output=True, text=True, timeout=120, check=False, cwd=ROOT)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout == "remote ops: 4 nodes, 12 pairs, 0 errors\n"
+
+
+@pytest.mark.parametrize("target", ["smp", "tcp"])
+def test_a_node_in_a_long_thread_is_stopped_too(build: Builder, tmp_path: Path,
+                                                target: str) -> None:
+    prog = build("long_thread_crash.tc", target=target)
+    left = Leftovers(prog, tmp_path)
+    t0 = time.monotonic()
+    proc = run(prog, "30", nodes=2, env=left.env, timeout=60)
+    assert time.monotonic() - t0 < 10, "the spinning node was not stopped"
+    assert proc.returncode != 0
+    assert "node 0 finished spinning" not in proc.stdout
+    assert "node 1" in proc.stderr and "etc: error:" in proc.stderr
+    left.check()
+
+
+def test_a_reader_that_goes_away_does_not_break_the_run(build: Builder,
+                                                         tmp_path: Path) -> None:
+    prog = build("hello.tc", target="tcp")
+    left = Leftovers(prog, tmp_path)
+    p = subprocess.Popen(f"{BIN / 'etcrun'} -n 3 {prog} | head -c 1", shell=True,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=left.env)
+    out, err = p.communicate(timeout=30)
+    assert p.returncode == 0
+    assert len(out) == 1 and b"Traceback" not in err
+    left.check()
