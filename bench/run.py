@@ -63,10 +63,11 @@ def main() -> int:
         t0 = time.monotonic()
         try:
             out = fn(opts.quick)
-        except (BenchError, OSError) as exc:
+        except Exception as exc:  # noqa: BLE001 - one group's failure must not lose the others
             failed.append(name)
             sec = Section(f"{name}: FAILED")
-            sec.add("```", str(exc) or traceback.format_exc(), "```")
+            detail = str(exc) if isinstance(exc, BenchError) else traceback.format_exc()
+            sec.add("```", detail, "```")
             out = sec
         sections.extend(out if isinstance(out, list) else [out])
         print(f"bench: {name} done in {time.monotonic() - t0:.0f} s", flush=True)

@@ -5,7 +5,19 @@ same arithmetic; overhead at 50, 125 and 250 flops per point per iteration."""
 
 from __future__ import annotations
 
-from benchlib import BENCH, OUT, Section, cc, etcc, median_of, number, plot_lines, run, table
+from benchlib import (
+    BENCH,
+    OUT,
+    BenchError,
+    Section,
+    cc,
+    etcc,
+    median_of,
+    number,
+    plot_lines,
+    run,
+    table,
+)
 
 SIDES = [25, 40, 60, 80]          # 625, 1,600, 3,600, 6,400 points
 FLOPS = [50, 125, 250]            # 5 flops per unknown
@@ -27,7 +39,8 @@ def bench(quick: bool) -> Section:
             args = [str(side), str(iters), k]
             m_out = run([str(manual), *args])
             t_out = run([str(prog), *args])
-            assert m_out.stdout == t_out.stdout, (m_out.stdout, t_out.stdout)
+            if m_out.stdout != t_out.stdout:
+                raise BenchError(f"stencil {args}: {t_out.stdout!r} != {m_out.stdout!r}")
             tm = median_of([number(r"time: ([\d.]+)", run([str(manual), *args]).stderr)
                             for _ in range(reps)])
             tt = median_of([number(r"time: ([\d.]+)", run([str(prog), *args]).stderr)
