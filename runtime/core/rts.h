@@ -45,7 +45,6 @@ typedef struct etc_term {
     int over;            /* TERM_EXIT seen: leave the scheduler */
     /* the node's side of a wave */
     int answered_busy;   /* answered a probe while busy: say when idle */
-    uint64_t answered_sent, answered_recv;
     /* the detector's side (node 0) */
     uint32_t wave;
     int replies;
