@@ -163,7 +163,7 @@ void etc_lb_send(int dest, int type, const void *body, size_t len)
 void etc_lb_send_request(int dest, int type, const void *body, size_t len)
 {
     etc_lb_send(dest, type, body, len);
-    ETC_PROF_ADD(requests_sent, 1);
+    etc_lb_count_request_sent();
 }
 
 /* The request of the ring balancers (spn, shis, his, range, catapult): the node
@@ -172,7 +172,7 @@ typedef struct {
     int32_t origin;
 } ring_request;
 
-void etc_lb_send_ring_request(int dest, int origin)
+static void send_ring_request(int dest, int origin)
 {
     ring_request m = {origin};
     etc_lb_send_request(dest, ETC_LB_RING_REQ, &m, sizeof m);
@@ -188,6 +188,51 @@ int etc_lb_ring_request_origin(int src, int type, const void *body, size_t len)
         etc_lb_bad_message(src, type, len);
     etc_lb_count_request_received();
     return m.origin;
+}
+
+double etc_lb_ring_wait(const etc_lb_ring *r)
+{
+    return r->pending ? -1.0 : etc_lb_backoff_wait(&r->backoff);
+}
+
+void etc_lb_ring_ask(etc_lb_ring *r, int dest)
+{
+    r->pending = 1;
+    send_ring_request(dest, etc_rts.node_id);
+}
+
+double etc_lb_ring_idle(etc_lb_ring *r, int dest)
+{
+    double wait = etc_lb_ring_wait(r);
+    if (wait != 0)
+        return wait;
+    etc_lb_ring_ask(r, dest);
+    return -1.0;
+}
+
+void etc_lb_ring_answered(etc_lb_ring *r)
+{
+    r->pending = 0;
+    etc_lb_backoff_reset(&r->backoff);
+}
+
+/* Back off only if still idle: work may have come some other way meanwhile. */
+void etc_lb_ring_came_home(etc_lb_ring *r)
+{
+    r->pending = 0;
+    if (!etc_work_here())
+        etc_lb_backoff_fail(&r->backoff);
+}
+
+int etc_lb_ring_serve(int origin)
+{
+    etc_tok t;
+    if (etc_lb_surplus() && etc_lb_take_oldest(&t)) {
+        etc_lb_send_token(origin, t, etc_rts.node_id, 0, 1);
+        return 1;
+    }
+    send_ring_request(etc_lb_pred(), origin);
+    return 0;
 }
 
 void etc_lb_bad_message(int src, int type, size_t len)

@@ -18,16 +18,13 @@
  *   - A request that comes back to its originator found no work: the
  *     originator backs off before asking again. One request out per node.
  *   - THRESHOLD is ETC_LB_THRESHOLD (5, see lb.h). */
-#include <string.h>
-
 #include "lb/lb.h"
 
 #define THRESHOLD ETC_LB_THRESHOLD
 
 typedef struct {
-    int pending;
+    etc_lb_ring ring;
     int asked; /* the node the pending request went to first */
-    etc_lb_backoff backoff;
     uint64_t clock;
     int idle_count;    /* nodes with idle_stamp != 0 */
     uint64_t stamp[];  /* [0, N): likely idle since; [N, 2N): likely rich since */
@@ -95,23 +92,20 @@ static void init(void)
 
 static void ask(state *s)
 {
-    if (s->pending || etc_lb_backoff_wait(&s->backoff) > 0)
+    if (etc_lb_ring_wait(&s->ring) != 0)
         return;
     int dest = newest(rich_stamp(s));
     if (dest < 0)
         dest = etc_lb_pred();
-    s->pending = 1;
     s->asked = dest;
-    etc_lb_send_ring_request(dest, etc_lb_node());
+    etc_lb_ring_ask(&s->ring, dest);
 }
 
 static double idle(void)
 {
     state *s = S();
     ask(s);
-    if (s->pending)
-        return -1.0;
-    return etc_lb_backoff_wait(&s->backoff);
+    return etc_lb_ring_wait(&s->ring);
 }
 
 static void boundary(void)
@@ -138,10 +132,8 @@ static void token(int src, const etc_token_msg *h, etc_tok tok)
 {
     state *s = S();
     saw_rich(s, src);
-    if (h->reply) {
-        s->pending = 0;
-        etc_lb_backoff_reset(&s->backoff);
-    }
+    if (h->reply)
+        etc_lb_ring_answered(&s->ring);
     etc_lb_keep(tok);
 }
 
@@ -150,20 +142,13 @@ static void message(int src, int type, const void *body, size_t len)
     int origin = etc_lb_ring_request_origin(src, type, body, len);
     state *s = S();
     if (origin == etc_lb_node()) { /* back home: nobody on the way had work */
-        s->pending = 0;
         rich_stamp(s)[s->asked] = 0;
-        if (!etc_lb_busy())
-            etc_lb_backoff_fail(&s->backoff);
+        etc_lb_ring_came_home(&s->ring);
         return;
     }
     saw_idle(s, origin);
-    etc_tok t;
-    if (etc_lb_surplus() && etc_lb_take_oldest(&t)) {
+    if (etc_lb_ring_serve(origin))
         forget_idle(s, origin);
-        etc_lb_send_token(origin, t, etc_lb_node(), 0, 1);
-        return;
-    }
-    etc_lb_send_ring_request(etc_lb_pred(), origin);
 }
 
 const etc_lb_ops etc_lb_his = {

@@ -91,13 +91,13 @@ void etc_lb_send_token(int dest, etc_tok tok, int origin, int hops, int reply);
 void etc_lb_send(int dest, int type, const void *body, size_t len);
 /* etc_lb_send and etc_lb_count_request_sent in one. */
 void etc_lb_send_request(int dest, int type, const void *body, size_t len);
-/* A balancer message of the wrong type or size: a fatal error. */
 /* The ring balancers' request (spn, shis, his, range, catapult): it carries the
- * node that asked. Sending counts a request sent; reading one checks it (a
- * malformed one ends the run), counts it received and returns who asked. */
+ * node that asked (sent by etc_lb_ring_ask and _serve, below). Reading one
+ * checks it (a malformed one ends the run), counts it received and returns who
+ * asked. */
 #define ETC_LB_RING_REQ ETC_LB_MSG
-void etc_lb_send_ring_request(int dest, int origin);
 int etc_lb_ring_request_origin(int src, int type, const void *body, size_t len);
+/* A balancer message of the wrong type or size: a fatal error. */
 void etc_lb_bad_message(int src, int type, size_t len) __attribute__((noreturn));
 /* A message the balancer's protocol cannot produce now (an answer to no
  * question): a fatal error naming `what`. */
@@ -135,6 +135,26 @@ typedef struct etc_lb_backoff {
 void etc_lb_backoff_fail(etc_lb_backoff *b);        /* asked, found nothing */
 void etc_lb_backoff_reset(etc_lb_backoff *b);       /* found work */
 double etc_lb_backoff_wait(const etc_lb_backoff *b); /* seconds left; 0: may ask */
+
+/* The protocol the ring balancers share (spn, and the receiver part of shis,
+ * his, range, catapult). The asking side has at most one request out and backs
+ * off after one that came home unanswered; the answering side sends its oldest
+ * token to the requester if it has a surplus, and otherwise passes the request
+ * on to its predecessor. */
+typedef struct etc_lb_ring {
+    int pending; /* this node's request is out */
+    etc_lb_backoff backoff;
+} etc_lb_ring;
+/* What idle() returns while this node may not ask: -1 with its request out,
+ * the back-off left after a failed one; 0: it may ask now. */
+double etc_lb_ring_wait(const etc_lb_ring *r);
+void etc_lb_ring_ask(etc_lb_ring *r, int dest); /* sends this node's request */
+/* The two above as an idle() does them: ask `dest` if allowed; returns idle()'s wait. */
+double etc_lb_ring_idle(etc_lb_ring *r, int dest);
+void etc_lb_ring_answered(etc_lb_ring *r);      /* a token replied to it */
+void etc_lb_ring_came_home(etc_lb_ring *r);     /* nobody on the way had work */
+/* Someone else's request: 1 if this node answered it with a token. */
+int etc_lb_ring_serve(int origin);
 
 /* The private state of the chosen balancer (one per node): zeroed memory of
  * `size` bytes, allocated at the first call; later calls return the same

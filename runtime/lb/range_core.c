@@ -27,8 +27,6 @@
  *   - A token forwarded N - 1 times is kept wherever it is, so that
  *     forwarding ends even when every node is busy.
  *   - THRESHOLD is ETC_LB_THRESHOLD (5, see lb.h). */
-#include <string.h>
-
 #include "lb/range_core.h"
 
 enum { NOT_IDLE = ETC_LB_RING_REQ + 1 };
@@ -37,8 +35,7 @@ enum { NOT_IDLE = ETC_LB_RING_REQ + 1 };
 
 typedef struct {
     const etc_lb_range_policy *policy;
-    int pending;
-    etc_lb_backoff backoff;
+    etc_lb_ring ring;
     int idle_count;
     unsigned char idle[]; /* per node: in the range list */
 } state;
@@ -81,15 +78,7 @@ void etc_lb_range_core_init(const etc_lb_range_policy *policy)
 
 double etc_lb_range_core_idle(void)
 {
-    state *s = S();
-    if (s->pending)
-        return -1.0;
-    double wait = etc_lb_backoff_wait(&s->backoff);
-    if (wait > 0)
-        return wait;
-    s->pending = 1;
-    etc_lb_send_ring_request(etc_lb_pred(), etc_lb_node());
-    return -1.0;
+    return etc_lb_ring_idle(&S()->ring, etc_lb_pred());
 }
 
 void etc_lb_range_core_boundary(void)
@@ -110,8 +99,7 @@ void etc_lb_range_core_token(int src, const etc_token_msg *h, etc_tok tok)
     state *s = S();
     set_idle(s, src, 0); /* it had a token to spare */
     if (h->reply) {
-        s->pending = 0;
-        etc_lb_backoff_reset(&s->backoff);
+        etc_lb_ring_answered(&s->ring);
         etc_lb_keep(tok);
         return;
     }
@@ -144,9 +132,7 @@ void etc_lb_range_core_message(int src, int type, const void *body, size_t len)
     int origin = etc_lb_ring_request_origin(src, type, body, len);
     int n = etc_lb_nodes(), me = etc_lb_node();
     if (origin == me) { /* back home: nobody on the way had work */
-        s->pending = 0;
-        if (!etc_lb_busy())
-            etc_lb_backoff_fail(&s->backoff);
+        etc_lb_ring_came_home(&s->ring);
         return;
     }
     for (int k = (me + 1) % n;; k = (k + 1) % n) { /* me+1 .. origin are idle */
@@ -154,11 +140,6 @@ void etc_lb_range_core_message(int src, int type, const void *body, size_t len)
         if (k == origin)
             break;
     }
-    etc_tok t;
-    if (etc_lb_surplus() && etc_lb_take_oldest(&t)) {
+    if (etc_lb_ring_serve(origin))
         set_idle(s, origin, 0);
-        etc_lb_send_token(origin, t, me, 0, 1);
-        return;
-    }
-    etc_lb_send_ring_request(etc_lb_pred(), origin);
 }

@@ -8,14 +8,11 @@
  * node (the next request starts at its predecessor, so covers the whole ring)
  * and asks again after a backoff. Without a remembered node a request goes to
  * the predecessor, exactly as in spn. One request out per node at a time. */
-#include <string.h>
-
 #include "lb/lb.h"
 
 typedef struct {
-    int pending;
+    etc_lb_ring ring;
     int last_rich; /* the node whose token came last, -1: none */
-    etc_lb_backoff backoff;
 } state;
 
 static state *S(void)
@@ -31,22 +28,14 @@ static void init(void)
 static double idle(void)
 {
     state *s = S();
-    if (s->pending)
-        return -1.0;
-    double wait = etc_lb_backoff_wait(&s->backoff);
-    if (wait > 0)
-        return wait;
-    s->pending = 1;
-    etc_lb_send_ring_request(s->last_rich >= 0 ? s->last_rich : etc_lb_pred(), etc_lb_node());
-    return -1.0;
+    return etc_lb_ring_idle(&s->ring, s->last_rich >= 0 ? s->last_rich : etc_lb_pred());
 }
 
 static void token(int src, const etc_token_msg *h, etc_tok tok)
 {
     state *s = S();
     if (h->reply) {
-        s->pending = 0;
-        etc_lb_backoff_reset(&s->backoff);
+        etc_lb_ring_answered(&s->ring);
         s->last_rich = h->origin >= 0 && h->origin < etc_lb_nodes() && h->origin != etc_lb_node()
                            ? h->origin
                            : src;
@@ -59,18 +48,11 @@ static void message(int src, int type, const void *body, size_t len)
     int origin = etc_lb_ring_request_origin(src, type, body, len);
     state *s = S();
     if (origin == etc_lb_node()) { /* back home: nobody on the way had work */
-        s->pending = 0;
         s->last_rich = -1;
-        if (!etc_lb_busy())
-            etc_lb_backoff_fail(&s->backoff);
+        etc_lb_ring_came_home(&s->ring);
         return;
     }
-    etc_tok t;
-    if (etc_lb_surplus() && etc_lb_take_oldest(&t)) {
-        etc_lb_send_token(origin, t, etc_lb_node(), 0, 1); /* signed: origin = us */
-        return;
-    }
-    etc_lb_send_ring_request(etc_lb_pred(), origin);
+    etc_lb_ring_serve(origin); /* a token it sends names this node as its origin */
 }
 
 const etc_lb_ops etc_lb_shis = {
