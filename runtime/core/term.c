@@ -56,15 +56,23 @@ static int really_idle(void)
     return T()->idle && !etc_work_here();
 }
 
+/* A node that answered a probe "busy" tells node 0 once it is idle, so that
+ * node 0 runs its next wave only when it can succeed. */
+static void report_idle_if_asked(etc_term *t)
+{
+    if (t->answered_busy && really_idle()) {
+        t->answered_busy = 0;
+        etc_send(0, ETC_M_TERM_IDLE, NULL, 0, NULL, 0);
+    }
+}
+
 void etc_term_enter_idle(void)
 {
     etc_term *t = T();
     t->idle = 1;
-    if (t->answered_busy && etc_rts.node_id != 0) {
-        t->answered_busy = 0;
-        etc_send(0, ETC_M_TERM_IDLE, NULL, 0, NULL, 0);
-    }
-    if (etc_rts.node_id == 0) {
+    if (etc_rts.node_id != 0) {
+        report_idle_if_asked(t);
+    } else {
         t->want_wave = 1;
         t->next_wave = etc_time() + WAVE_DELAY_SECONDS;
     }
@@ -125,19 +133,15 @@ double etc_term_wait_hint(void)
     return d > 0 ? d : 0.0;
 }
 
-/* Every idle step. A node that answered a probe "busy" tells node 0 as soon as it
- * is idle again: not only when it next enters idle(), since its work may also
- * leave without running (a balancer may give its last token away while the node
- * is still in its idle loop), and then node 0 would wait for ever. Node 0 starts
- * a wave when one is wanted. */
+/* Every idle step. Other nodes report idleness here too, not only when they
+ * enter idle(): work may also leave without running (a balancer may give the
+ * last token away while the node is in its idle loop), and then node 0 would
+ * wait for ever. Node 0 starts a wave when one is wanted. */
 void etc_term_idle_step(void)
 {
     etc_term *t = T();
     if (etc_rts.node_id != 0) {
-        if (t->answered_busy && really_idle()) {
-            t->answered_busy = 0;
-            etc_send(0, ETC_M_TERM_IDLE, NULL, 0, NULL, 0);
-        }
+        report_idle_if_asked(t);
         return;
     }
     if (t->over || t->wave_running || !t->want_wave)
