@@ -127,6 +127,16 @@ static long futex(_Atomic uint32_t *addr, int op, uint32_t val, const struct tim
 
 /* ---------------------------------------------------------------- sending */
 
+/* Copies the pieces of a body one after another to d. */
+static void put_pieces(unsigned char *d, const piece *pc, int npc)
+{
+    for (int i = 0; i < npc; i++) {
+        if (pc[i].n)
+            memcpy(d, pc[i].p, pc[i].n);
+        d += pc[i].n;
+    }
+}
+
 static void wake(int dest)
 {
     /* Pairs with the fence in etc_net_wait: either the sleeper sees our record
@@ -160,14 +170,8 @@ static int ring_write(int dest, int type, int flags, const piece *pc, int npc, s
         pos = 0;
     }
     rec_hdr h = {(uint32_t)len, (uint16_t)type, (uint16_t)flags};
-    unsigned char *d = base + pos;
-    memcpy(d, &h, sizeof h);
-    d += sizeof h;
-    for (int i = 0; i < npc; i++) {
-        if (pc[i].n)
-            memcpy(d, pc[i].p, pc[i].n);
-        d += pc[i].n;
-    }
+    memcpy(base + pos, &h, sizeof h);
+    put_pieces(base + pos + sizeof h, pc, npc);
     head += total;
     S.out_head[dest] = head;
     atomic_store_explicit(&r->head, head, memory_order_release);
@@ -181,12 +185,7 @@ static void ovf_append(int dest, int type, int flags, const piece *pc, int npc, 
     o->type = type;
     o->flags = flags;
     o->len = len;
-    unsigned char *d = o->body;
-    for (int i = 0; i < npc; i++) {
-        if (pc[i].n)
-            memcpy(d, pc[i].p, pc[i].n);
-        d += pc[i].n;
-    }
+    put_pieces(o->body, pc, npc);
     if (S.ovf_tail[dest])
         S.ovf_tail[dest]->next = o;
     else
@@ -294,16 +293,21 @@ const etc_net_hint *etc_net_boundary_hint(void)
 /* At a thread boundary: one relaxed load per incoming ring; the full poll only
  * when something has arrived (the common case in fine-grain code is nothing).
  * The core makes the same test inline (the hint) and calls this only if it fails. */
+/* Whether a ring into this node holds a record not read yet. */
+static int anything_waiting(void)
+{
+    for (int i = 0; i < S.n - 1; i++)
+        if (atomic_load_explicit(&S.in_rings[i]->head, memory_order_acquire) != *S.in_seen[i])
+            return 1;
+    return 0;
+}
+
 void etc_net_boundary(void)
 {
     if (S.ovf_pending)
         ovf_flush();
-    for (int i = 0; i < S.n - 1; i++) {
-        if (atomic_load_explicit(&S.in_rings[i]->head, memory_order_relaxed) != *S.in_seen[i]) {
-            etc_net_poll();
-            return;
-        }
-    }
+    if (anything_waiting())
+        etc_net_poll();
 }
 
 size_t etc_net_max_message(void)
@@ -375,17 +379,6 @@ int etc_net_poll(void)
     }
     S.polling = 0;
     return count;
-}
-
-static int anything_waiting(void)
-{
-    for (int src = 0; src < S.n; src++) {
-        if (src == S.me)
-            continue;
-        if (atomic_load_explicit(&ring(src, S.me)->head, memory_order_acquire) != S.in_tail[src])
-            return 1;
-    }
-    return 0;
 }
 
 void etc_net_wait(double seconds)
