@@ -112,13 +112,6 @@ static struct {
 
 /* ---------------------------------------------------------------- small helpers */
 
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 static uint64_t ticks(void)
 {
 #if defined(__x86_64__) || defined(__i386__)
@@ -248,6 +241,25 @@ static void lost(int k)
     }
     ctl_send("LOST %d\n", k);
     quit_quietly(1);
+}
+
+/* This node's handshake, and whether one received carries the run's secret. */
+static handshake own_handshake(void)
+{
+    handshake h = {HS_MAGIC, WIRE_VERSION, (uint16_t)T.me, {0}};
+    memcpy(h.secret, T.secret, SECRET_BYTES);
+    return h;
+}
+
+static int has_secret(const handshake *h)
+{
+    return h->magic == HS_MAGIC && memcmp(h->secret, T.secret, SECRET_BYTES) == 0;
+}
+
+static void log_closed(const char *from, const char *why)
+{
+    fprintf(stderr, "etc: warning: node %d: closed a connection from %s: %s\n", T.me, from, why);
+    fflush(stderr);
 }
 
 static void bad_frame(int k, const char *why)
@@ -441,9 +453,7 @@ static int read_peer(int k)
 
 static void stranger_close(int i, const char *why)
 {
-    fprintf(stderr, "etc: warning: node %d: closed a connection from %s: %s\n", T.me,
-            T.strangers[i].addr, why);
-    fflush(stderr);
+    log_closed(T.strangers[i].addr, why);
     close(T.strangers[i].fd);
     T.strangers[i] = T.strangers[--T.nstrangers];
 }
@@ -463,7 +473,7 @@ static void accept_strangers(void)
         stranger *s = &T.strangers[T.nstrangers++];
         s->fd = fd;
         s->have = 0;
-        s->deadline = now() + STRANGER_SECONDS;
+        s->deadline = etc_time() + STRANGER_SECONDS;
         addr_text(&sa, s->addr, sizeof s->addr);
     }
 }
@@ -478,8 +488,7 @@ static void read_strangers(void)
         if (s->have == sizeof s->buf) {
             handshake h;
             memcpy(&h, s->buf, sizeof h);
-            int good = h.magic == HS_MAGIC && memcmp(h.secret, T.secret, SECRET_BYTES) == 0;
-            stranger_close(i, good ? "an unexpected second connection" :
+            stranger_close(i, has_secret(&h) ? "an unexpected second connection" :
                                      "it did not present the run's secret");
             continue;
         }
@@ -487,7 +496,7 @@ static void read_strangers(void)
             stranger_close(i, "it did not present the run's secret");
             continue;
         }
-        if (now() > s->deadline) {
+        if (etc_time() > s->deadline) {
             stranger_close(i, "no handshake in time");
             continue;
         }
@@ -639,7 +648,7 @@ void etc_net_finish(void)
         ctl_send("FINISHED\n");
         /* Drain: our output to everyone, then everyone's goodbye and EOF, so no
          * connection is reset while the other side still has data to read. */
-        double deadline = now() + 10.0;
+        double deadline = etc_time() + 10.0;
         for (;;) {
             flush_all();
             int open = 0;
@@ -651,7 +660,7 @@ void etc_net_finish(void)
                     shutdown(p->fd, SHUT_WR);
                 open++;
             }
-            if (!open || now() > deadline)
+            if (!open || etc_time() > deadline)
                 break;
             poll_now(100);
         }
@@ -781,14 +790,11 @@ static int listen_near(int ctl, char *addr, size_t cap)
 
 static void hello_peer(int k, int fd)
 {
-    handshake h = {HS_MAGIC, WIRE_VERSION, (uint16_t)T.me, {0}};
-    memcpy(h.secret, T.secret, SECRET_BYTES);
-    handshake r;
+    handshake h = own_handshake(), r;
     if (write_exact(fd, &h, sizeof h) < 0 || read_exact(fd, &r, sizeof r) < 0)
         die_startup("node %d (%s) closed the connection during the handshake", k,
                     T.peers[k].addr);
-    if (r.magic != HS_MAGIC || r.version != WIRE_VERSION || r.node != k ||
-        memcmp(r.secret, T.secret, SECRET_BYTES) != 0)
+    if (!has_secret(&r) || r.version != WIRE_VERSION || r.node != k)
         die_startup("node %d (%s) answered the handshake wrongly", k, T.peers[k].addr);
 }
 
@@ -798,7 +804,7 @@ static void accept_peers(double deadline)
     int want = T.n - 1 - T.me;
     while (want > 0) {
         struct pollfd pf = {T.listener, POLLIN, 0};
-        int left = (int)((deadline - now()) * 1000);
+        int left = (int)((deadline - etc_time()) * 1000);
         if (left <= 0 || poll(&pf, 1, left) <= 0)
             die_startup("the other nodes did not connect in time");
         struct sockaddr_storage sa;
@@ -811,24 +817,20 @@ static void accept_peers(double deadline)
         struct timeval tv = {(time_t)STRANGER_SECONDS, 0};
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
         handshake h;
-        if (read_exact(fd, &h, sizeof h) < 0 || h.magic != HS_MAGIC ||
-            memcmp(h.secret, T.secret, SECRET_BYTES) != 0) {
-            fprintf(stderr, "etc: warning: node %d: closed a connection from %s: it did not "
-                            "present the run's secret\n", T.me, from);
+        if (read_exact(fd, &h, sizeof h) < 0 || !has_secret(&h)) {
+            log_closed(from, "it did not present the run's secret");
             close(fd);
             continue;
         }
         if (h.version != WIRE_VERSION || h.node <= T.me || h.node >= T.n ||
             T.peers[h.node].fd >= 0) {
-            fprintf(stderr, "etc: warning: node %d: closed a connection from %s: wrong "
-                            "version or node in its handshake\n", T.me, from);
+            log_closed(from, "wrong version or node in its handshake");
             close(fd);
             continue;
         }
         tv.tv_sec = 0;
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-        handshake r = {HS_MAGIC, WIRE_VERSION, (uint16_t)T.me, {0}};
-        memcpy(r.secret, T.secret, SECRET_BYTES);
+        handshake r = own_handshake();
         if (write_exact(fd, &r, sizeof r) < 0) {
             close(fd);
             continue;
@@ -871,7 +873,7 @@ void etc_net_start(int want, int *node_id, int *num_nodes)
     if (T.n < 1 || T.me < 0 || T.me >= T.n)
         etc_die("tcp node: bad ETC_TCP_NODE/ETC_NODES from the launcher");
     uint64_t t0 = ticks();
-    double c0 = now();
+    double c0 = etc_time();
     read_secret();
     signal(SIGPIPE, SIG_IGN);
     /* line-buffered output: the launcher relays whole lines, and a line printed
@@ -914,7 +916,7 @@ void etc_net_start(int want, int *node_id, int *num_nodes)
         T.peers[k].fd = -1;
         tok = strtok_r(NULL, " ", &save);
     }
-    double deadline = now() + 60.0;
+    double deadline = etc_time() + 60.0;
     for (int k = 0; k < T.me; k++) {
         int fd = connect_to(T.peers[k].addr, err, sizeof err);
         if (fd < 0)
@@ -939,7 +941,7 @@ void etc_net_start(int want, int *node_id, int *num_nodes)
         die_startup("cannot start the thread that watches the launcher");
     pthread_detach(watcher);
     /* calibrate the boundary poll interval in ticks against the clock */
-    double c1 = now();
+    double c1 = etc_time();
     uint64_t t1 = ticks();
     double per_ns = c1 > c0 ? (double)(t1 - t0) / ((c1 - c0) * 1e9) : 1.0;
     T.interval = (uint64_t)(POLL_INTERVAL_NS * (per_ns > 0 ? per_ns : 1.0));
