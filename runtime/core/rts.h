@@ -67,12 +67,12 @@ typedef struct etc_node_private {
     int prof_reports;   /* node 0: counters received at the end */
     etc_prof *prof_all; /* node 0: every node's counters */
     double start_time;
-    int check_quarantine_n;
+#ifdef ETC_CHECK
+    struct etc_frame_hdr *check_live; /* live frames, for the end-of-run report */
+    int check_quarantine_n;           /* freed frames not yet reused (check.c) */
     void **check_quarantine;
     size_t *check_quarantine_size;
     int check_quarantine_next;
-#ifdef ETC_CHECK
-    struct etc_frame_hdr *check_live; /* live frames, for the end-of-run report */
 #endif
 } etc_node_private;
 
