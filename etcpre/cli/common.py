@@ -2,9 +2,21 @@
 
 from __future__ import annotations
 
+import argparse
 import os
 import sys
 from collections.abc import Callable
+
+
+class ArgParser(argparse.ArgumentParser):
+    """argparse whose usage errors read `prog: error: ...` and exit with status 2."""
+
+    def __init__(self, *args: object, help_flag: str = "-h", **kwargs: object) -> None:
+        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+        self.help_flag = help_flag
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        self.exit(2, f"{self.prog}: error: {message}\n(try '{self.prog} {self.help_flag}')\n")
 
 
 def run_main(prog: str, body: Callable[[list[str]], int], argv: list[str] | None = None) -> int:

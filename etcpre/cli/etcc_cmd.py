@@ -123,24 +123,13 @@ def parse(argv: list[str]) -> Options:
             if o.lb not in toolchain.BALANCERS:
                 raise UsageError(f"unknown load balancer '{o.lb}' (valid: "
                                  f"{', '.join(toolchain.BALANCERS)})")
-        elif a.startswith("-D"):
-            v, i = _value(argv, i, "-D")
-            o.defines.append(v)
-            o.cpp.append(f"-D{v}")
-        elif a.startswith("-U"):
-            v, i = _value(argv, i, "-U")
-            o.undefines.append(v)
-            o.cpp.append(f"-U{v}")
-        elif a.startswith("-I"):
-            v, i = _value(argv, i, "-I")
-            o.includes.append(v)
-            o.cpp.append(f"-I{v}")
-        elif a.startswith("-L"):
-            v, i = _value(argv, i, "-L")
-            o.link_flags.append(f"-L{v}")
-        elif a.startswith("-l"):
-            v, i = _value(argv, i, "-l")
-            o.link_flags.append(f"-l{v}")
+        elif a[:2] in ("-D", "-U", "-I"):
+            v, i = _value(argv, i, a[:2])
+            {"-D": o.defines, "-U": o.undefines, "-I": o.includes}[a[:2]].append(v)
+            o.cpp.append(a[:2] + v)
+        elif a[:2] in ("-L", "-l"):
+            v, i = _value(argv, i, a[:2])
+            o.link_flags.append(a[:2] + v)
         elif a.startswith("-Wl,") or a in ("-static", "-pthread", "-rdynamic"):
             o.link_flags.append(a)
             if a == "-pthread":

@@ -6,20 +6,16 @@ import argparse
 import re
 import sys
 
-from etcpre.cli.common import run_main
+from etcpre.cli.common import ArgParser, run_main
 from etcpre.diagnostics import DiagnosticSink
 from etcpre.passes import parse
 from etcpre.source import SourceError, SourceFile
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # type: ignore[override]
-        self.exit(2, f"etcpre: error: {message}\n(try 'etcpre --help')\n")
-
-
 def _arg_parser() -> argparse.ArgumentParser:
-    ap = _Parser(
+    ap = ArgParser(
         prog="etcpre",
+        help_flag="--help",
         description="Translate a Threaded-C file (.tc) to C.",
     )
     ap.add_argument("file", help="the .tc file to translate")

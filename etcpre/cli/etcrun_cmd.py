@@ -14,16 +14,11 @@ import sys
 from pathlib import Path
 
 from etcpre import toolchain
-from etcpre.cli.common import run_main
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # type: ignore[override]
-        self.exit(2, f"etcrun: error: {message}\n(try 'etcrun -h')\n")
+from etcpre.cli.common import ArgParser, run_main
 
 
 def _arg_parser() -> argparse.ArgumentParser:
-    ap = _Parser(
+    ap = ArgParser(
         prog="etcrun",
         description="Run a Threaded-C program (built by etcc) on N nodes.",
         epilog="Environment: ETC_NODES and ETC_LB give the same settings; options win.",
