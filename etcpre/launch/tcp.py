@@ -129,6 +129,9 @@ class Launcher:
         self.error: str | None = None
         self.status = 0
         self.interrupted = 0
+        self.phase = "start"  # "run" once every node has been told GO
+        # control connections that have not said HELLO yet: (input, peer, deadline)
+        self.pending: dict[socket.socket, tuple[bytearray, object, float]] = {}
         self.stdout: object | None = sys.stdout.buffer
         self.stderr: object | None = sys.stderr.buffer
 
@@ -385,8 +388,9 @@ class Launcher:
                 # still running but unreachable (a broken link, a remote host gone)
                 self.fail(f"lost node {node.k} (host {node.host}): its connections broke")
 
-    def wait_for(self, what: str, done: callable, deadline: float) -> bool:  # type: ignore[valid-type]
-        while not done():
+    def wait_for(self, what: str, deadline: float) -> bool:
+        """Pumps until every node has said HELLO (`what` "hello") or READY ("ready")."""
+        while not all(self._has(nd, what) for nd in self.nodes):
             if self.error is not None or self.interrupted:
                 return False
             left = deadline - time.monotonic()
@@ -406,8 +410,6 @@ class Launcher:
         return node.conn is not None if what == "hello" else node.ready
 
     def run(self) -> int:
-        self.pending: dict[socket.socket, tuple[bytearray, object, float]] = {}
-        self.phase = "start"
         addr = bind_address([nd.host for nd in self.nodes])
         family = socket.AF_INET6 if ":" in addr else socket.AF_INET
         listen = socket.socket(family, socket.SOCK_STREAM)
@@ -419,15 +421,14 @@ class Launcher:
         try:
             self.start(listen)
             deadline = time.monotonic() + self.timeout
-            if self.wait_for("hello", lambda: all(nd.conn for nd in self.nodes), deadline):
+            if self.wait_for("hello", deadline):
                 prints = {nd.fingerprint for nd in self.nodes}
                 if len(prints) != 1:
                     self.fail("the nodes do not run the same executable (addresses differ): "
                               f"{self.prog} must be the same binary on every host")
                 else:
                     self.send_all("TABLE " + " ".join(nd.addr for nd in self.nodes) + "\n")
-                    if self.wait_for("ready", lambda: all(nd.ready for nd in self.nodes),
-                                     deadline):
+                    if self.wait_for("ready", deadline):
                         self.phase = "run"
                         self.send_all("GO\n")
             while self.error is None and not self.interrupted and \
