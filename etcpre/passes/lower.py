@@ -105,20 +105,27 @@ def _function(model: Model, fn: ThreadedFunction, emitted: set[str]) -> Generate
     entries = ["0"] + [str(n) for n in sorted(fn.labels)] + \
         [f"C{k}" for k in range(1, len(fn.calls) + 1)]
     protos = "".join(f"void _{fn.name}_{e}(void *_etc_v);\n" for e in entries[1:])
+    hoisted = hoisted_types(fn)
+    moved = frozenset(n.start_byte for n in hoisted)
     threads = []
     for e in entries:
-        r = _Renderer(model, fn, e, fn.body)
+        r = _Renderer(model, fn, e, fn.body, moved)
         param = "_etc_vpp" if e == "0" else "_etc_v"
         threads.append((f"_{fn.name}_{e}", param, _prologue(fn, e), r.render(fn.body)))
     statics = [_static(model, fn, group) for group in _groups(fn.statics)]
     types = [(n.start_byte, text(n) + (";" if n.type != "type_definition" else ""))
-             for n in hoisted_types(fn)]
+             for n in hoisted]
     return GeneratedFunction(fn, pstruct, _frame_struct(fn), protos, statics, threads,
                              callee_structs, _user_main(fn) if fn.name == "MAIN" else None,
                              types)
 
 
 _TAG_SPECIFIERS = frozenset({"struct_specifier", "union_specifier", "enum_specifier"})
+
+
+def _line_breaks(node: Node) -> str:
+    """What stands for code dropped from a thread: its line breaks, so #line stays true."""
+    return "\n" * text(node).count("\n")
 
 
 def hoisted_types(fn: ThreadedFunction) -> list[Node]:
@@ -256,13 +263,13 @@ class _Renderer:
     """Renders a subtree with every Threaded-C construct lowered, for one entry point."""
 
     def __init__(self, model: Model, fn: ThreadedFunction | None, entry: str | None,
-                 scope: Node) -> None:
+                 scope: Node, hoisted: frozenset[int] = frozenset()) -> None:
         self.model = model
         self.fn = fn
         self.entry = entry
         self.fname = fn.name if fn is not None else _plain_name(scope)
         self.call_index = {c.start_byte: i + 1 for i, c in enumerate(fn.calls)} if fn else {}
-        self.hoisted = {n.start_byte for n in hoisted_types(fn)} if fn else set()
+        self.hoisted = hoisted  # where the types hoisted_types() moves to file scope start
         marks = set()
         for node in walk(scope):
             if self._maybe_special(node):
@@ -273,7 +280,7 @@ class _Renderer:
     def _maybe_special(self, node: Node) -> bool:
         t = node.type
         if self.fn is not None:
-            if node.start_byte in self.hoisted and (t == "type_definition" or t in _TAG_SPECIFIERS):
+            if self._is_hoisted(node):
                 return True
             if t == "identifier" and (node.start_byte in self.fn.refs or
                                       node.text in (b"NUM_NODES", b"NODE_ID")):
@@ -343,7 +350,11 @@ class _Renderer:
                  "preproc_include", *_TAG_SPECIFIERS) or \
                 (t == "declaration" and self._declares_no_local(item)):
             return self.render(item)
-        return "\n" * text(item).count("\n")
+        return _line_breaks(item)
+
+    def _is_hoisted(self, node: Node) -> bool:
+        return node.start_byte in self.hoisted and (node.type == "type_definition" or
+                                                    node.type in _TAG_SPECIFIERS)
 
     def _declares_no_local(self, decl: Node) -> bool:
         assert self.fn is not None
@@ -397,8 +408,8 @@ class _Renderer:
     def _special(self, node: Node) -> str | None:
         t = node.type
         fn = self.fn
-        if node.start_byte in self.hoisted and (t == "type_definition" or t in _TAG_SPECIFIERS):
-            return "\n" * text(node).count("\n")  # moved to file scope
+        if self._is_hoisted(node):
+            return _line_breaks(node)  # moved to file scope
         if t == "identifier":
             if fn is not None and node.start_byte in fn.refs:
                 loc = fn.refs[node.start_byte]
