@@ -1,0 +1,524 @@
+/* smp_heap.c: the allocator of a node's shared heap slice (see smp_mem.h).
+ *
+ * smp programs replace glibc's malloc family through ELF symbol interposition,
+ * as the glibc manual's "Replacing malloc" describes. Until a node attaches its
+ * slice (and always in the supervisor, in one-node runs, under ETC_SMP_SHARED=0
+ * and when a slice is full) every call goes to glibc's own __libc_* functions;
+ * free() and realloc() tell the two kinds of block apart by address.
+ *
+ * Inside the slice every block has a 16-byte header: its size (a multiple of
+ * 16, bit 0 set while in use) and the size of the block before it, so a freed
+ * block merges with free neighbours at once (boundary tags, as in dlmalloc).
+ * Free blocks wait in bins: one per size up to 1 KiB, then four per power of
+ * two, with a bitmap of the nonempty ones; a request takes an exact fit or
+ * splits the first block of a bigger bin. Fresh blocks are cut from the
+ * slice's top; a freed block that reaches the top lowers it, and free spans of
+ * 256 KiB or more give their pages back to the kernel (MADV_REMOVE: the slice
+ * is shared memory, which MADV_DONTNEED would not free).
+ *
+ * A lock makes it safe for user threads; nodes themselves are single-threaded,
+ * so it is never contended there.
+ */
+#include <dlfcn.h>
+#include <errno.h>
+#include <malloc.h> /* memalign, pvalloc, malloc_usable_size */
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "net/smp_mem.h"
+
+#if ETC_SMP_SHARE_BUILD
+
+/* glibc's allocator, under the names it exports for this purpose */
+extern void *__libc_malloc(size_t);
+extern void __libc_free(void *);
+extern void *__libc_calloc(size_t, size_t);
+extern void *__libc_realloc(void *, size_t);
+extern void *__libc_memalign(size_t, size_t);
+
+#define HDR 16
+#define MIN_BLOCK ((size_t)32) /* a header and a free block's two links */
+#define USED ((size_t)1)
+#define ALIGNED ((size_t)2) /* a header in front of an aligned pointer: offset back */
+#define NBINS 192
+#define PAGE ((size_t)4096)
+#define PUNCH_MIN ((size_t)256 << 10) /* free spans this big give their pages back */
+
+typedef struct hdr {
+    size_t prev; /* size of the block before (0: the first) */
+    size_t size; /* of this block, header included; | USED, or offset | ALIGNED */
+} hdr;
+
+typedef struct fblk { /* a free block, in the list of its bin */
+    hdr h;
+    struct fblk *next, *back;
+} fblk;
+
+static struct {
+    _Atomic int lock;
+    int active;     /* 1: new blocks come from the slice */
+    char *lo, *hi;  /* the slice */
+    char *top;      /* blocks lie in [lo, top) */
+    char *clean;    /* everything at or above is known zero */
+    size_t last;    /* size of the block just below top */
+    int can_punch;  /* 0 in a forked child: its copy is private memory */
+    fblk *bin[NBINS];
+    uint64_t nonempty[NBINS / 64];
+    size_t (*libc_usable)(void *);
+} H;
+
+static void lock(void)
+{
+    while (atomic_exchange_explicit(&H.lock, 1, memory_order_acquire))
+        while (atomic_load_explicit(&H.lock, memory_order_relaxed))
+            ;
+}
+
+static void unlock(void)
+{
+    atomic_store_explicit(&H.lock, 0, memory_order_release);
+}
+
+static int mine(const void *p)
+{
+    return H.lo && (const char *)p >= H.lo && (const char *)p < H.hi;
+}
+
+static size_t bsize(const hdr *h)
+{
+    return h->size & ~(USED | ALIGNED);
+}
+
+static hdr *next_of(hdr *h)
+{
+    char *n = (char *)h + bsize(h);
+    return n < H.top ? (hdr *)n : NULL;
+}
+
+static hdr *prev_of(hdr *h)
+{
+    return h->prev ? (hdr *)((char *)h - h->prev) : NULL;
+}
+
+/* Sets the size of the block after h to what h is now. */
+static void tell_next(hdr *h)
+{
+    hdr *n = next_of(h);
+    if (n)
+        n->prev = bsize(h);
+    else
+        H.last = bsize(h);
+}
+
+/* The bin of a block size (a multiple of 16): exact sizes up to 1 KiB, then
+ * four bins per power of two. */
+static int bin_of(size_t s)
+{
+    if (s <= 1024)
+        return (int)(s >> 4);
+    int lg = 63 - __builtin_clzll((unsigned long long)s); /* s in [2^lg, 2^(lg+1)) */
+    return 65 + (lg - 10) * 4 + (int)((s >> (lg - 2)) & 3);
+}
+
+static void punch(char *from, char *to)
+{
+    char *a = (char *)(((uintptr_t)from + PAGE - 1) & ~(uintptr_t)(PAGE - 1));
+    char *b = (char *)((uintptr_t)to & ~(uintptr_t)(PAGE - 1));
+    if (H.can_punch && b > a)
+        madvise(a, (size_t)(b - a), MADV_REMOVE);
+}
+
+static void unlink_free(fblk *f)
+{
+    int b = bin_of(bsize(&f->h));
+    if (f->back)
+        f->back->next = f->next;
+    else
+        H.bin[b] = f->next;
+    if (f->next)
+        f->next->back = f->back;
+    if (!H.bin[b])
+        H.nonempty[b / 64] &= ~((uint64_t)1 << (b % 64));
+}
+
+static void insert_free(fblk *f)
+{
+    int b = bin_of(bsize(&f->h));
+    f->back = NULL;
+    f->next = H.bin[b];
+    if (f->next)
+        f->next->back = f;
+    H.bin[b] = f;
+    H.nonempty[b / 64] |= (uint64_t)1 << (b % 64);
+}
+
+/* The first nonempty bin from b on, or -1. */
+static int bin_from(int b)
+{
+    for (int w = b / 64; w < NBINS / 64; w++) {
+        uint64_t m = H.nonempty[w];
+        if (w == b / 64)
+            m &= ~(uint64_t)0 << (b % 64);
+        if (m)
+            return w * 64 + __builtin_ctzll(m);
+    }
+    return -1;
+}
+
+/* Frees h: it merges with free neighbours, then joins the top or a bin. */
+static void release(hdr *h)
+{
+    size_t s = bsize(h);
+    hdr *n = next_of(h);
+    if (n && !(n->size & USED)) {
+        unlink_free((fblk *)n);
+        s += bsize(n);
+    }
+    hdr *p = prev_of(h);
+    if (p && !(p->size & USED)) {
+        unlink_free((fblk *)p);
+        s += bsize(p);
+        h = p;
+    }
+    h->size = s;
+    if ((char *)h + s == H.top) { /* give it back to the top */
+        char *old = H.top;
+        H.top = (char *)h;
+        H.last = h->prev;
+        if (H.can_punch && H.clean <= old && old - H.top >= (ptrdiff_t)PAGE) {
+            /* up to old's page end: the rest of that page is zero already */
+            punch(H.top, (char *)(((uintptr_t)old + PAGE - 1) & ~(uintptr_t)(PAGE - 1)));
+            H.clean = (char *)(((uintptr_t)H.top + PAGE - 1) & ~(uintptr_t)(PAGE - 1));
+        }
+        return;
+    }
+    tell_next(h);
+    insert_free((fblk *)h);
+    if (s >= PUNCH_MIN)
+        punch((char *)h + sizeof(fblk), (char *)h + s);
+}
+
+/* Cuts h (used, of size have) down to s, freeing the rest if it can be a block. */
+static void trim(hdr *h, size_t s)
+{
+    size_t have = bsize(h);
+    if (have - s < MIN_BLOCK)
+        return;
+    h->size = s | USED;
+    hdr *rest = (hdr *)((char *)h + s);
+    rest->prev = s;
+    rest->size = (have - s) | USED;
+    tell_next(rest);
+    release(rest);
+}
+
+/* A fresh block of size s from the top, or NULL when the slice is full. */
+static hdr *cut(size_t s)
+{
+    if ((size_t)(H.hi - H.top) < s)
+        return NULL;
+    hdr *h = (hdr *)H.top;
+    h->prev = H.last;
+    h->size = s | USED;
+    H.top += s;
+    H.last = s;
+    if (H.clean < H.top)
+        H.clean = H.top;
+    return h;
+}
+
+/* A free block of at least s bytes, taken out of its bin, or NULL: first fit in
+ * s's own bin, else any block of the next nonempty bin (all big enough). */
+static hdr *find_free(size_t s)
+{
+    int b = bin_of(s);
+    if (s > 1024) {
+        for (fblk *f = H.bin[b]; f; f = f->next)
+            if (bsize(&f->h) >= s) {
+                unlink_free(f);
+                return &f->h;
+            }
+        b++;
+    }
+    b = b < NBINS ? bin_from(b) : -1;
+    if (b < 0)
+        return NULL;
+    fblk *f = H.bin[b];
+    unlink_free(f);
+    return &f->h;
+}
+
+/* A block for n bytes from the slice, or NULL (the caller falls back to glibc).
+ * *fresh: the block came from untouched memory (zero). */
+static void *slice_alloc(size_t n, int *fresh)
+{
+    if (n > (size_t)(H.hi - H.lo))
+        return NULL;
+    size_t s = (n + HDR + 15) & ~(size_t)15;
+    if (s < MIN_BLOCK)
+        s = MIN_BLOCK;
+    char *clean = H.clean;
+    hdr *h = find_free(s);
+    if (h) {
+        h->size |= USED;
+        trim(h, s);
+        *fresh = 0;
+        return (char *)h + HDR;
+    }
+    if (!(h = cut(s)))
+        return NULL;
+    *fresh = (char *)h >= clean;
+    return (char *)h + HDR;
+}
+
+/* The block a pointer from this allocator belongs to. */
+static hdr *block_of(void *p)
+{
+    hdr *h = (hdr *)((char *)p - HDR);
+    if (h->size & ALIGNED)
+        h = (hdr *)((char *)h - (h->size & ~ALIGNED));
+    return h;
+}
+
+/* Bytes usable at p, a pointer into the slice. */
+static size_t slice_usable(void *p)
+{
+    hdr *h = block_of(p);
+    return (size_t)((char *)h + bsize(h) - (char *)p);
+}
+
+/* ---------------------------------------------------------------- the family */
+
+void *malloc(size_t n)
+{
+    if (H.active) {
+        int fresh;
+        lock();
+        void *p = slice_alloc(n, &fresh);
+        unlock();
+        if (p)
+            return p;
+    }
+    return __libc_malloc(n);
+}
+
+void free(void *p)
+{
+    if (!p)
+        return;
+    if (!mine(p)) {
+        __libc_free(p);
+        return;
+    }
+    lock();
+    release(block_of(p));
+    unlock();
+}
+
+void *calloc(size_t count, size_t size)
+{
+    if (H.active) {
+        size_t n;
+        if (__builtin_mul_overflow(count, size, &n)) {
+            errno = ENOMEM;
+            return NULL;
+        }
+        int fresh;
+        lock();
+        void *p = slice_alloc(n, &fresh);
+        unlock();
+        if (p) {
+            if (!fresh)
+                memset(p, 0, n);
+            return p;
+        }
+    }
+    return __libc_calloc(count, size);
+}
+
+/* Resizes the block of p in place where that is cheap: it grows into a free
+ * block after it or, being the last block, into the top; it gives back a tail
+ * it no longer needs. Returns the bytes now usable at p. */
+static size_t resize_in_place(void *p, size_t n)
+{
+    hdr *h = (hdr *)((char *)p - HDR);
+    if ((h->size & ALIGNED) || n > (size_t)(H.hi - H.lo))
+        return slice_usable(p);
+    size_t s = (n + HDR + 15) & ~(size_t)15;
+    if (s < MIN_BLOCK)
+        s = MIN_BLOCK;
+    if (s > bsize(h) && H.active) {
+        hdr *nx = next_of(h);
+        if (nx && !(nx->size & USED) && bsize(h) + bsize(nx) >= s) {
+            unlink_free((fblk *)nx);
+            h->size = (bsize(h) + bsize(nx)) | USED;
+            tell_next(h);
+        } else if (!nx && (size_t)(H.hi - (char *)h) >= s) {
+            H.top = (char *)h + s;
+            H.last = s;
+            h->size = s | USED;
+            if (H.clean < H.top)
+                H.clean = H.top;
+        }
+    }
+    if (s <= bsize(h))
+        trim(h, s);
+    return slice_usable(p);
+}
+
+void *realloc(void *p, size_t n)
+{
+    if (!p)
+        return malloc(n);
+    if (!mine(p))
+        return __libc_realloc(p, n);
+    if (n == 0) {
+        free(p);
+        return NULL;
+    }
+    lock();
+    size_t have = resize_in_place(p, n);
+    unlock();
+    if (n <= have)
+        return p;
+    void *q = malloc(n);
+    if (!q)
+        return NULL;
+    memcpy(q, p, have);
+    free(p);
+    return q;
+}
+
+void *memalign(size_t align, size_t n)
+{
+    if (align <= HDR)
+        return malloc(n);
+    if (align & (align - 1)) {
+        errno = EINVAL;
+        return NULL;
+    }
+    if (H.active && n <= (size_t)(H.hi - H.lo) && align <= (size_t)(H.hi - H.lo)) {
+        int fresh;
+        lock();
+        char *p = slice_alloc(n + align, &fresh);
+        unlock();
+        if (p) {
+            char *q = (char *)(((uintptr_t)p + HDR + align - 1) & ~(uintptr_t)(align - 1));
+            if ((uintptr_t)p % align == 0)
+                return p;
+            hdr *fake = (hdr *)(q - HDR);
+            fake->prev = 0;
+            fake->size = (size_t)(q - p) | ALIGNED;
+            return q;
+        }
+    }
+    return __libc_memalign(align, n);
+}
+
+int posix_memalign(void **out, size_t align, size_t n)
+{
+    if (align < sizeof(void *) || (align & (align - 1)))
+        return EINVAL;
+    void *p = memalign(align, n);
+    if (!p)
+        return ENOMEM;
+    *out = p;
+    return 0;
+}
+
+void *aligned_alloc(size_t align, size_t n)
+{
+    return memalign(align, n);
+}
+
+void *valloc(size_t n)
+{
+    return memalign(PAGE, n);
+}
+
+void *pvalloc(size_t n)
+{
+    return memalign(PAGE, (n + PAGE - 1) & ~(PAGE - 1));
+}
+
+size_t malloc_usable_size(void *p)
+{
+    if (!p)
+        return 0;
+    if (mine(p)) {
+        lock();
+        size_t n = slice_usable(p);
+        unlock();
+        return n;
+    }
+    if (!H.libc_usable)
+        H.libc_usable = (size_t (*)(void *))dlsym(RTLD_NEXT, "malloc_usable_size");
+    return H.libc_usable ? H.libc_usable(p) : 0;
+}
+
+/* ---------------------------------------------------------------- the slice */
+
+void etc_smp_heap_fork_prepare(void)
+{
+    if (H.lo)
+        lock();
+}
+
+void etc_smp_heap_fork_parent(void)
+{
+    if (H.lo)
+        unlock();
+}
+
+void etc_smp_heap_attach(void *lo, size_t len)
+{
+    if (!len)
+        return;
+    if (len > ((size_t)1 << 40))
+        len = (size_t)1 << 40; /* the bins reach up to 2^41 bytes */
+    H.libc_usable = (size_t (*)(void *))dlsym(RTLD_NEXT, "malloc_usable_size");
+    H.lo = H.top = H.clean = lo;
+    H.hi = (char *)lo + len;
+    H.last = 0;
+    H.can_punch = 1;
+    H.active = 1;
+}
+
+void etc_smp_heap_detach_child(void)
+{
+    if (!H.lo)
+        return;
+    /* The slice is the parent node's memory: keep what is ours as a private
+     * copy, allocate new blocks from glibc. */
+    size_t used = ((size_t)(H.top - H.lo) + PAGE - 1) & ~(PAGE - 1);
+    if (used && etc_smp_privatize(H.lo, used) != 0)
+        abort(); /* cannot go on without corrupting the parent node */
+    H.active = 0;
+    H.can_punch = 0;
+    unlock(); /* taken by etc_smp_heap_fork_prepare() before the fork */
+}
+
+#else /* sanitizer builds: nothing is shared, glibc's malloc serves all */
+
+void etc_smp_heap_attach(void *lo, size_t len)
+{
+    (void)lo;
+    (void)len;
+}
+
+void etc_smp_heap_fork_prepare(void)
+{
+}
+
+void etc_smp_heap_fork_parent(void)
+{
+}
+
+void etc_smp_heap_detach_child(void)
+{
+}
+
+#endif
