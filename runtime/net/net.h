@@ -58,7 +58,8 @@ void etc_net_flush(void);
 void etc_net_wait(double seconds);
 
 /* Single-copy access to another node's memory where the layer allows it
- * (smp: process_vm_readv/writev). Return 0 on success, -1 if unsupported. */
+ * (smp: a memcpy through the memory every node maps, else process_vm_readv/
+ * writev). Return 0 on success, -1 if unsupported: the core sends messages. */
 int etc_net_read_remote(int node, void *local_dst, const void *remote_src, size_t n);
 int etc_net_write_remote(int node, void *remote_dst, const void *local_src, size_t n);
 

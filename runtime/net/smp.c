@@ -13,7 +13,8 @@
  * A full ring spills into a private overflow queue (a sender never blocks),
  * drained at the next poll, which keeps per-pair order. Idle nodes spin
  * briefly and then sleep on a futex; a sender wakes a sleeping receiver.
- * Block moves read or write the other node's memory once with
+ * Block moves read or write the other node's memory once: a memcpy where it
+ * lies in memory every node maps (its globals and its heap, smp_share.c), or
  * process_vm_readv/writev where the kernel allows it.
  */
 #include <errno.h>
@@ -35,6 +36,7 @@
 #include <unistd.h>
 
 #include "core/rts.h"
+#include "net/smp_mem.h"
 
 const char etc_net_name[] = "smp";
 ETC_PROGRAM_MARKER("smp");
@@ -407,6 +409,14 @@ static int direct(int node, void *local, const void *remote, size_t n, int write
 {
     if (S.direct < 0)
         return -1;
+    char *there = etc_smp_share_find(node, remote, n);
+    if (there) {
+        if (write)
+            memcpy(there, local, n);
+        else
+            memcpy(local, there, n);
+        return 0;
+    }
     pid_t pid = atomic_load(&S.ctl[node].pid);
     if (pid <= 0)
         return -1; /* not started yet (the supervisor is still forking): messages */
@@ -663,6 +673,7 @@ static void __attribute__((noreturn)) supervise(pid_t *pids, const sigset_t *sig
             }
         }
     }
+    free(pids);
     if (interrupted) {
         const char *abbrev = sigabbrev_np(interrupted);
         dprintf(2, "etc: interrupted (SIG%s): stopped all %d node%s\n", abbrev ? abbrev : "?", n,
@@ -706,10 +717,18 @@ void etc_net_start(int want, int *node_id, int *num_nodes)
     pthread_mutex_init(out_lock, &ma);
     pthread_mutexattr_destroy(&ma);
 
-    /* ETC_SMP_DIRECT=0: block moves as messages, as where process_vm_* is denied */
+    /* ETC_SMP_DIRECT=0: block moves as messages, as where process_vm_* is denied;
+     * ETC_SMP_SHARED=0: nothing shared, block moves by process_vm_* */
     const char *direct_env = getenv("ETC_SMP_DIRECT");
     if (direct_env && strcmp(direct_env, "0") == 0)
         S.direct = -1;
+    const char *shared_env = getenv("ETC_SMP_SHARED");
+    int share = S.direct >= 0 && !(shared_env && strcmp(shared_env, "0") == 0);
+    /* valgrind tracks only glibc's malloc: under it, keep the heap glibc's */
+    const char *preload = getenv("LD_PRELOAD");
+    if (preload && strstr(preload, "vgpreload"))
+        share = 0;
+    etc_smp_share_reserve(n, share);
     const char *tag = getenv("ETC_TAG_OUTPUT");
     tag_output = tag && *tag && strcmp(tag, "0") != 0;
     fflush(stdout);
@@ -736,6 +755,7 @@ void etc_net_start(int want, int *node_id, int *num_nodes)
             prctl(PR_SET_PDEATHSIG, SIGKILL);
             if (getppid() != self)
                 _exit(1); /* the supervisor is already gone */
+            etc_smp_share_attach(k);
             prctl(PR_SET_PTRACER, PR_SET_PTRACER_ANY, 0, 0, 0); /* for process_vm_* */
             signal(SIGINT, SIG_IGN); /* Ctrl-C: the supervisor stops every node */
             sigprocmask(SIG_SETMASK, &old, NULL);

@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from support import Builder, run
+from support import SANITIZE, Builder, run
 
 NODES = [1, 2, 4, 16]
 
@@ -19,13 +19,48 @@ def test_every_remote_operation_between_every_pair(build: Builder, n: int) -> No
     assert proc.stdout == f"remote ops: {n} nodes, {pairs} pairs, 0 errors\n"
 
 
-def test_remote_operations_without_single_copy_block_moves(build: Builder) -> None:
-    # process_vm_readv/writev may be forbidden (containers, Yama): block moves then
-    # travel as messages; the same results are required
-    env = {**os.environ, "ETC_SMP_DIRECT": "0"}
-    proc = run(build("remote_ops.tc"), nodes=4, env=env)
+# Block moves take one of three paths: a memcpy through the shared windows and
+# heap (the default), process_vm_readv/writev (ETC_SMP_SHARED=0, and for memory
+# outside them), or messages (ETC_SMP_DIRECT=0, as where process_vm_* is denied).
+# Every path must give the same results.
+MODES = {"shared": {}, "process_vm": {"ETC_SMP_SHARED": "0"}, "messages": {"ETC_SMP_DIRECT": "0"}}
+
+
+@pytest.mark.parametrize("mode", ["process_vm", "messages"])
+def test_remote_operations_on_every_block_move_path(build: Builder, mode: str) -> None:
+    proc = run(build("remote_ops.tc"), nodes=4, env={**os.environ, **MODES[mode]})
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout == "remote ops: 4 nodes, 12 pairs, 0 errors\n"
+
+
+@pytest.mark.parametrize("n", NODES)
+def test_block_moves_of_malloced_memory(build: Builder, n: int) -> None:
+    # also: a fork() inside a node gets private copies and cannot write into it
+    proc = run(build("heap_blocks.tc"), nodes=n, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    pairs = 1 if n == 1 else n * (n - 1)
+    assert proc.stdout == f"heap blocks: {n} nodes, {pairs} pairs, 0 errors\n"
+
+
+@pytest.mark.parametrize("mode", ["process_vm", "messages"])
+def test_block_moves_of_malloced_memory_on_every_path(build: Builder, mode: str) -> None:
+    proc = run(build("heap_blocks.tc"), nodes=4, env={**os.environ, **MODES[mode]})
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == "heap blocks: 4 nodes, 12 pairs, 0 errors\n"
+
+
+@pytest.mark.parametrize(("n", "mode", "want"), [
+    (3, "shared", "shared"), (1, "shared", "private"), (2, "process_vm", "private"),
+    (2, "messages", "private")])
+def test_globals_and_heap_live_in_shared_memory(build: Builder, n: int, mode: str,
+                                                 want: str) -> None:
+    # what makes block moves a plain memcpy: each node's globals and heap in
+    # memory every node maps (nothing to share on one node, or when turned off)
+    if SANITIZE:
+        want = "private"  # ASan must own malloc: sanitizer builds share nothing
+    proc = run(build("shared_maps.tc"), nodes=n, env={**os.environ, **MODES[mode]})
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == "".join(f"node {k}: globals {want}, heap {want}\n" for k in range(n))
 
 
 @pytest.mark.parametrize("n", NODES)
