@@ -177,12 +177,21 @@ static int idle(int spins_max)
     return over;
 }
 
-static void run(void)
+/* The scheduler loop, expanded once per kind of boundary (`kind` is a constant
+ * at each call below): on one node there is nothing to check; with one watched
+ * word and no balancer hook (smp with two nodes) the check is two loads and a
+ * compare on values the loop keeps in registers; anything else takes the
+ * general test. */
+enum { LOOP_ONE_NODE, LOOP_ONE_WORD, LOOP_GENERAL };
+
+static inline __attribute__((always_inline)) void run_loop(int kind, const boundary_state *b,
+                                                          int spins_max)
 {
     etc_rq *rq = &etc_rts.rq;
     etc_tq *tq = &etc_rts.tq;
-    int spins_max = spin_limit();
-    const boundary_state b = boundary_init();
+    _Atomic uint64_t *const word0 = b->word0;
+    const uint64_t *const seen0 = b->seen0;
+    const int *const dirty = b->dirty;
     for (;;) {
         if (rq->head != rq->tail) {
             etc_closure c = rq->buf[rq->head++ & rq->mask];
@@ -191,18 +200,36 @@ static void run(void)
 #endif
             ETC_PROF_ADD(threads_run, 1);
             c.ip(c.fp);
-            boundary(&b);
         } else if (tq->head != tq->tail) {
             etc_tok t = tq->buf[--tq->tail & tq->mask];
             ETC_PROF_ADD(threads_run, 1);
             ETC_PROF_ADD(tokens_consumed, 1);
             ETC_PROF_ADD(tokens_consumed_local, !t.remote);
             t.fn(t.pp);
-            boundary(&b);
         } else if (idle(spins_max)) {
             return;
+        } else {
+            continue;
+        }
+        if (kind == LOOP_ONE_WORD) {
+            if (atomic_load_explicit(word0, memory_order_relaxed) != *seen0 || *dirty)
+                etc_net_boundary();
+        } else if (kind == LOOP_GENERAL) {
+            boundary(b);
         }
     }
+}
+
+static void run(void)
+{
+    int spins_max = spin_limit();
+    const boundary_state b = boundary_init();
+    if (!b.multi)
+        run_loop(LOOP_ONE_NODE, &b, spins_max);
+    else if (b.n == 1 && !b.lb_boundary)
+        run_loop(LOOP_ONE_WORD, &b, spins_max);
+    else
+        run_loop(LOOP_GENERAL, &b, spins_max);
 }
 
 static int env_nodes(void)
