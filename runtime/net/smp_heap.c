@@ -65,6 +65,7 @@ static struct {
     char *clean;    /* everything at or above is known zero */
     size_t last;    /* size of the block just below top */
     int can_punch;  /* 0 in a forked child: its copy is private memory */
+    char *dump_to;  /* [lo, dump_to) goes into core dumps, the rest does not */
     fblk *bin[NBINS];
     uint64_t nonempty[NBINS / 64];
     size_t (*libc_usable)(void *);
@@ -215,6 +216,24 @@ static void trim(hdr *h, size_t s)
     release(rest);
 }
 
+/* The slice is mapped MADV_DONTDUMP (a core dump would otherwise write every
+ * page of it, zeros included, into a crash handler's pipe); the part in use is
+ * made dumpable again as the top rises, 1 MiB at a time. */
+static void raise_top(char *top)
+{
+    H.top = top;
+    if (H.clean < top)
+        H.clean = top;
+    if (top > H.dump_to) {
+        uintptr_t step = (uintptr_t)1 << 20;
+        char *to = (char *)(((uintptr_t)top + step - 1) & ~(step - 1));
+        if (to > H.hi)
+            to = H.hi;
+        madvise(H.dump_to, (size_t)(to - H.dump_to), MADV_DODUMP);
+        H.dump_to = to;
+    }
+}
+
 /* A fresh block of size s from the top, or NULL when the slice is full. */
 static hdr *cut(size_t s)
 {
@@ -223,10 +242,8 @@ static hdr *cut(size_t s)
     hdr *h = (hdr *)H.top;
     h->prev = H.last;
     h->size = s | USED;
-    H.top += s;
     H.last = s;
-    if (H.clean < H.top)
-        H.clean = H.top;
+    raise_top(H.top + s);
     return h;
 }
 
@@ -357,11 +374,9 @@ static size_t resize_in_place(void *p, size_t n)
             h->size = (bsize(h) + bsize(nx)) | USED;
             tell_next(h);
         } else if (!nx && (size_t)(H.hi - (char *)h) >= s) {
-            H.top = (char *)h + s;
             H.last = s;
             h->size = s | USED;
-            if (H.clean < H.top)
-                H.clean = H.top;
+            raise_top((char *)h + s);
         }
     }
     if (s <= bsize(h))
@@ -480,7 +495,7 @@ void etc_smp_heap_attach(void *lo, size_t len)
     if (len > ((size_t)1 << 40))
         len = (size_t)1 << 40; /* the bins reach up to 2^41 bytes */
     H.libc_usable = (size_t (*)(void *))dlsym(RTLD_NEXT, "malloc_usable_size");
-    H.lo = H.top = H.clean = lo;
+    H.lo = H.top = H.clean = H.dump_to = lo;
     H.hi = (char *)lo + len;
     H.last = 0;
     H.can_punch = 1;

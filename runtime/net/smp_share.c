@@ -14,7 +14,8 @@
  * A block move whose remote end lies in either is then a plain memcpy. The
  * rest (the stack, memory from before the fork, a full slice) still goes
  * through process_vm_* or messages. Nothing is a named object: the memory
- * goes away with the last process of the run.
+ * goes away with the last process of the run, and only what a node uses of
+ * its own goes into its core dump.
  *
  * A fork() inside a node gives the child private copies again, so it cannot
  * write into the node (pthread_atfork).
@@ -158,6 +159,14 @@ void etc_smp_share_reserve(int n, int enabled)
         if ((W.heap = map_shared(slice * (size_t)n)))
             break;
     W.slice = W.heap ? slice : 0;
+    /* Out of core dumps: other nodes' memory is not this node's, and a dump
+     * would write every untouched page as zeros. What a node uses of its own
+     * is made dumpable again (attach, smp_heap.c). */
+    if (W.heap)
+        madvise(W.heap, W.slice * (size_t)n, MADV_DONTDUMP);
+    for (int s = 0; s < W.nseg; s++)
+        for (int k = 0; k < n; k++)
+            madvise(W.window[k][s], W.segs[s].len, MADV_DONTDUMP);
 }
 
 static void fork_child(void)
@@ -181,6 +190,7 @@ void etc_smp_share_attach(int me)
             ok = 0; /* as before: this node's globals stay private */
             break;
         }
+        madvise(W.segs[s].lo, W.segs[s].len, MADV_DODUMP); /* its own globals */
     }
     if (W.heap)
         etc_smp_heap_attach(W.heap + (size_t)me * W.slice, W.slice);
