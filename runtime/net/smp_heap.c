@@ -16,8 +16,13 @@
  * 256 KiB or more give their pages back to the kernel (MADV_REMOVE: the slice
  * is shared memory, which MADV_DONTNEED would not free).
  *
- * A lock makes it safe for user threads; nodes themselves are single-threaded,
- * so it is never contended there.
+ * Freed blocks of up to 1 KiB first go to a short exact-size quick list
+ * (still marked in use, not merged), so the common free-then-malloc of one
+ * size costs a push and a pop, as glibc's tcache does.
+ *
+ * A lock makes it safe for user threads; it is skipped while the process has
+ * only one (glibc's __libc_single_threaded), which a node is unless its user
+ * code starts threads.
  */
 #include <dlfcn.h>
 #include <errno.h>
@@ -27,6 +32,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/single_threaded.h>
 
 #include "net/smp_mem.h"
 
@@ -46,6 +52,8 @@ extern void *__libc_memalign(size_t, size_t);
 #define NBINS 192
 #define PAGE ((size_t)4096)
 #define PUNCH_MIN ((size_t)256 << 10) /* free spans this big give their pages back */
+#define QUICK_MAX ((size_t)1024) /* block sizes up to this get a quick list */
+#define QUICK_CAP 64             /* blocks one quick list holds; more are merged */
 
 typedef struct hdr {
     size_t prev; /* size of the block before (0: the first) */
@@ -68,19 +76,28 @@ static struct {
     char *dump_to;  /* [lo, dump_to) goes into core dumps, the rest does not */
     fblk *bin[NBINS];
     uint64_t nonempty[NBINS / 64];
+    void *quick[QUICK_MAX / 16 + 1]; /* by block size / 16; linked through the payload */
+    int quick_len[QUICK_MAX / 16 + 1];
+    int quick_total;    int fork_locked;
     size_t (*libc_usable)(void *);
 } H;
 
-static void lock(void)
+/* Returns whether it took the lock (not while single-threaded: nobody to
+ * exclude, and a thread can only be started by the one running now). */
+static int lock(void)
 {
+    if (__libc_single_threaded)
+        return 0;
     while (atomic_exchange_explicit(&H.lock, 1, memory_order_acquire))
         while (atomic_load_explicit(&H.lock, memory_order_relaxed))
             ;
+    return 1;
 }
 
-static void unlock(void)
+static void unlock(int held)
 {
-    atomic_store_explicit(&H.lock, 0, memory_order_release);
+    if (held)
+        atomic_store_explicit(&H.lock, 0, memory_order_release);
 }
 
 static int mine(const void *p)
@@ -169,37 +186,58 @@ static int bin_from(int b)
     return -1;
 }
 
-/* Frees h: it merges with free neighbours, then joins the top or a bin. */
+static char *page_up(char *a)
+{
+    return (char *)(((uintptr_t)a + PAGE - 1) & ~(uintptr_t)(PAGE - 1));
+}
+
+static char *page_down(char *a)
+{
+    return (char *)((uintptr_t)a & ~(uintptr_t)(PAGE - 1));
+}
+
+/* Frees h: it merges with free neighbours, then joins the top or a bin.
+ *
+ * Pages go back to the kernel so that each is punched once, whatever the order
+ * of the frees (punching the whole of a growing free span at every free was
+ * quadratic): a free block of PUNCH_MIN bytes or more is zero but for its head
+ * page (its header) and its partial last page, so a merge only punches what
+ * was in use until now, a neighbour too small to have been punched, and the
+ * boundary pages of a big neighbour. */
 static void release(hdr *h)
 {
+    char *lo = (char *)h, *hi = (char *)h + bsize(h);
     size_t s = bsize(h);
     hdr *n = next_of(h);
     if (n && !(n->size & USED)) {
         unlink_free((fblk *)n);
         s += bsize(n);
+        hi = bsize(n) < PUNCH_MIN ? (char *)n + bsize(n) : page_up((char *)n + sizeof(fblk));
     }
     hdr *p = prev_of(h);
     if (p && !(p->size & USED)) {
         unlink_free((fblk *)p);
         s += bsize(p);
+        lo = bsize(p) < PUNCH_MIN ? (char *)p : page_down((char *)h);
         h = p;
     }
     h->size = s;
+    char *from = lo > (char *)h + sizeof(fblk) ? lo : (char *)h + sizeof(fblk);
     if ((char *)h + s == H.top) { /* give it back to the top */
         char *old = H.top;
         H.top = (char *)h;
         H.last = h->prev;
-        if (H.can_punch && H.clean <= old && old - H.top >= (ptrdiff_t)PAGE) {
-            /* up to old's page end: the rest of that page is zero already */
-            punch(H.top, (char *)(((uintptr_t)old + PAGE - 1) & ~(uintptr_t)(PAGE - 1)));
-            H.clean = (char *)(((uintptr_t)H.top + PAGE - 1) & ~(uintptr_t)(PAGE - 1));
+        if (H.can_punch) {
+            /* on to where memory is known zero (clean: within a page of old) */
+            punch(from, page_up(old > H.clean ? old : H.clean));
+            H.clean = page_up((char *)h + sizeof(fblk));
         }
         return;
     }
     tell_next(h);
     insert_free((fblk *)h);
     if (s >= PUNCH_MIN)
-        punch((char *)h + sizeof(fblk), (char *)h + s);
+        punch(from, hi);
 }
 
 /* Cuts h (used, of size have) down to s, freeing the rest if it can be a block. */
@@ -268,6 +306,19 @@ static hdr *find_free(size_t s)
     return &f->h;
 }
 
+static void flush_quick(void)
+{
+    for (size_t c = 0; c <= QUICK_MAX / 16; c++) {
+        while (H.quick[c]) {
+            void *p = H.quick[c];
+            memcpy(&H.quick[c], p, sizeof p);
+            release((hdr *)((char *)p - HDR));
+        }
+        H.quick_len[c] = 0;
+    }
+    H.quick_total = 0;
+}
+
 /* A block for n bytes from the slice, or NULL (the caller falls back to glibc).
  * *fresh: the block came from untouched memory (zero). */
 static void *slice_alloc(size_t n, int *fresh)
@@ -277,8 +328,22 @@ static void *slice_alloc(size_t n, int *fresh)
     size_t s = (n + HDR + 15) & ~(size_t)15;
     if (s < MIN_BLOCK)
         s = MIN_BLOCK;
+    if (s <= QUICK_MAX && H.quick[s / 16]) {
+        void *p = H.quick[s / 16];
+        memcpy(&H.quick[s / 16], p, sizeof p);
+        H.quick_len[s / 16]--;
+        H.quick_total--;
+        *fresh = 0;
+        return p;
+    }
     char *clean = H.clean;
     hdr *h = find_free(s);
+    if (!h && H.quick_total) {
+        /* Blocks held in quick lists are not merged: before the slice grows,
+         * merge them (as glibc consolidates its fastbins) and look again. */
+        flush_quick();
+        h = find_free(s);
+    }
     if (h) {
         h->size |= USED;
         trim(h, s);
@@ -300,6 +365,22 @@ static hdr *block_of(void *p)
     return h;
 }
 
+/* Frees the block of p: onto its quick list, or merged into the free space. */
+static void slice_free(void *p)
+{
+    hdr *h = block_of(p);
+    size_t s = bsize(h);
+    if (s <= QUICK_MAX && H.quick_len[s / 16] < QUICK_CAP) {
+        void *payload = (char *)h + HDR;
+        memcpy(payload, &H.quick[s / 16], sizeof payload);
+        H.quick[s / 16] = payload;
+        H.quick_len[s / 16]++;
+        H.quick_total++;
+        return;
+    }
+    release(h);
+}
+
 /* Bytes usable at p, a pointer into the slice. */
 static size_t slice_usable(void *p)
 {
@@ -313,9 +394,9 @@ void *malloc(size_t n)
 {
     if (H.active) {
         int fresh;
-        lock();
+        int held = lock();
         void *p = slice_alloc(n, &fresh);
-        unlock();
+        unlock(held);
         if (p)
             return p;
     }
@@ -330,9 +411,9 @@ void free(void *p)
         __libc_free(p);
         return;
     }
-    lock();
-    release(block_of(p));
-    unlock();
+    int held = lock();
+    slice_free(p);
+    unlock(held);
 }
 
 void *calloc(size_t count, size_t size)
@@ -344,9 +425,9 @@ void *calloc(size_t count, size_t size)
             return NULL;
         }
         int fresh;
-        lock();
+        int held = lock();
         void *p = slice_alloc(n, &fresh);
-        unlock();
+        unlock(held);
         if (p) {
             if (!fresh)
                 memset(p, 0, n);
@@ -394,9 +475,9 @@ void *realloc(void *p, size_t n)
         free(p);
         return NULL;
     }
-    lock();
+    int held = lock();
     size_t have = resize_in_place(p, n);
-    unlock();
+    unlock(held);
     if (n <= have)
         return p;
     void *q = malloc(n);
@@ -417,9 +498,9 @@ void *memalign(size_t align, size_t n)
     }
     if (H.active && n <= (size_t)(H.hi - H.lo) && align <= (size_t)(H.hi - H.lo)) {
         int fresh;
-        lock();
+        int held = lock();
         char *p = slice_alloc(n + align, &fresh);
-        unlock();
+        unlock(held);
         if (p) {
             char *q = (char *)(((uintptr_t)p + HDR + align - 1) & ~(uintptr_t)(align - 1));
             if ((uintptr_t)p % align == 0)
@@ -464,9 +545,9 @@ size_t malloc_usable_size(void *p)
     if (!p)
         return 0;
     if (mine(p)) {
-        lock();
+        int held = lock();
         size_t n = slice_usable(p);
-        unlock();
+        unlock(held);
         return n;
     }
     if (!H.libc_usable)
@@ -479,13 +560,13 @@ size_t malloc_usable_size(void *p)
 void etc_smp_heap_fork_prepare(void)
 {
     if (H.lo)
-        lock();
+        H.fork_locked = lock();
 }
 
 void etc_smp_heap_fork_parent(void)
 {
     if (H.lo)
-        unlock();
+        unlock(H.fork_locked);
 }
 
 void etc_smp_heap_attach(void *lo, size_t len)
@@ -513,7 +594,7 @@ void etc_smp_heap_detach_child(void)
         abort(); /* cannot go on without corrupting the parent node */
     H.active = 0;
     H.can_punch = 0;
-    unlock(); /* taken by etc_smp_heap_fork_prepare() before the fork */
+    unlock(H.fork_locked); /* taken by etc_smp_heap_fork_prepare() before the fork */
 }
 
 #else /* sanitizer builds: nothing is shared, glibc's malloc serves all */

@@ -74,7 +74,7 @@ def test_smp_shared_heap_allocator(tmp_path: Path, cc: str) -> None:
     assert proc.returncode == 0, proc.stdout + proc.stderr
     lines = proc.stdout.splitlines()
     assert lines[-1] == "done 0", proc.stdout
-    assert len([x for x in lines if x.startswith("ok ")]) == 6, proc.stdout
+    assert len([x for x in lines if x.startswith("ok ")]) == 7, proc.stdout
 
 
 @pytest.mark.parametrize("nodes", [1, 2, 4])

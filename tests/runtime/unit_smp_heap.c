@@ -174,8 +174,9 @@ static void test_full_slice_falls_back(void)
 
 static void test_calloc_after_reuse(void)
 {
-    for (int round = 0; round < 50; round++) {
-        size_t n = round % 2 ? 300 : 70000;
+    static const size_t sizes[] = {300, 70000, 600000, 3000000};
+    for (int round = 0; round < 48; round++) {
+        size_t n = sizes[round % 4];
         unsigned char *p = malloc(n);
         memset(p, 0xAB, n);
         free(p);
@@ -185,6 +186,22 @@ static void test_calloc_after_reuse(void)
             CHECK(q[i] == 0, "round %d: calloc byte %zu is 0x%x", round, i, q[i]);
         free(q);
     }
+    /* blocks freed in address order, each merging into a growing free span,
+     * then the span handed out again by calloc */
+    unsigned char *run[40];
+    for (int i = 0; i < 40; i++) {
+        run[i] = malloc(50000);
+        memset(run[i], 0xCD, 50000);
+    }
+    unsigned char *guard = malloc(100); /* keeps the span off the top */
+    for (int i = 0; i < 40; i++)
+        free(run[i]);
+    unsigned char *z = calloc(1, 40 * 50000 - 64);
+    CHECK(z, "calloc of the freed span failed");
+    for (size_t i = 0; i < 40 * 50000 - 64; i++)
+        CHECK(z[i] == 0, "calloc over a merged span: byte %zu is 0x%x", i, z[i]);
+    free(z);
+    free(guard);
     volatile size_t huge = SIZE_MAX / 2;
     void *volatile big = calloc(huge, 4); /* volatile: clang drops unused allocations */
     CHECK(big == NULL, "calloc overflow was not refused");
@@ -241,6 +258,51 @@ static void test_fork_child_is_private(void)
     printf("ok fork_child_is_private\n");
 }
 
+/* Threads allocating and freeing at once: the lock (skipped while the process
+ * is single-threaded) must keep every block whole. */
+static void *churn(void *arg)
+{
+    uintptr_t id = (uintptr_t)arg, bad = 0, r = 0x9E3779B97F4A7C15ull * (id + 1);
+    unsigned char *mine[64] = {0};
+    size_t len[64] = {0};
+    for (int step = 0; step < 50000; step++) {
+        r ^= r << 13;
+        r ^= r >> 7;
+        r ^= r << 17;
+        int k = (int)(r % 64);
+        if (mine[k]) {
+            for (size_t i = 0; i < len[k]; i++)
+                bad += mine[k][i] != (unsigned char)(id + k);
+            free(mine[k]);
+            mine[k] = NULL;
+        } else {
+            len[k] = (size_t)(r >> 8) % (r % 7 ? 500 : 50000);
+            mine[k] = malloc(len[k]);
+            if (!mine[k])
+                return (void *)1;
+            memset(mine[k], (int)(id + k), len[k]);
+        }
+    }
+    for (int k = 0; k < 64; k++)
+        free(mine[k]);
+    return (void *)bad;
+}
+
+static void test_threads(void)
+{
+    pthread_t th[4];
+    for (uintptr_t i = 0; i < 4; i++)
+        CHECK(pthread_create(&th[i], NULL, churn, (void *)i) == 0, "pthread_create");
+    uintptr_t bad = 0;
+    for (int i = 0; i < 4; i++) {
+        void *r;
+        pthread_join(th[i], &r);
+        bad += (uintptr_t)r;
+    }
+    CHECK(bad == 0, "threads saw %lu bytes of their blocks change", (unsigned long)bad);
+    printf("ok threads\n");
+}
+
 static void fork_child(void)
 {
     etc_smp_heap_detach_child();
@@ -262,12 +324,16 @@ int main(void)
     }
     before = realloc(before, 5000); /* still glibc's: realloc keeps it there */
     free(before);
+    /* stdout's buffer, allocated at the first output, lives on to the end: make
+     * that now, at the slice's start, not in the middle of what is freed later */
+    printf("attached\n");
     test_random_mix();
     test_space_comes_back();
     test_full_slice_falls_back();
     test_calloc_after_reuse();
     test_realloc_in_place();
     test_fork_child_is_private();
+    test_threads(); /* last: the process is not single-threaded after it */
     printf("done %d\n", failures);
     return failures != 0;
 }
