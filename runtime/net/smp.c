@@ -180,9 +180,18 @@ static int ring_write(int dest, int type, int flags, const piece *pc, int npc, s
     return 1;
 }
 
+/* Memory only this node touches (smp_mem.h). */
+static void *private_alloc(size_t n)
+{
+    void *p = etc_smp_private_alloc(n);
+    if (!p)
+        etc_fatal("out of memory (asked for %zu bytes)", n);
+    return p;
+}
+
 static void ovf_append(int dest, int type, int flags, const piece *pc, int npc, size_t len)
 {
-    ovf *o = etc_xmalloc(sizeof *o + len);
+    ovf *o = private_alloc(sizeof *o + len);
     o->next = NULL;
     o->type = type;
     o->flags = flags;
@@ -209,7 +218,7 @@ static int ovf_flush(void)
             while (S.ovf_head[d]) {
                 ovf *o = S.ovf_head[d];
                 S.ovf_head[d] = o->next;
-                free(o);
+                etc_smp_private_free(o);
             }
             S.ovf_tail[d] = NULL;
         }
@@ -222,7 +231,7 @@ static int ovf_flush(void)
             S.ovf_head[d] = o->next;
             if (!S.ovf_head[d])
                 S.ovf_tail[d] = NULL;
-            free(o);
+            etc_smp_private_free(o);
         }
         if (wrote)
             wake(d);
@@ -329,7 +338,7 @@ static void receive(int src, const rec_hdr *h, const unsigned char *body)
     if (h->flags & FRAG_FIRST) {
         uint64_t whole;
         memcpy(&whole, body, sizeof whole);
-        r->buf = etc_xmalloc(whole);
+        r->buf = private_alloc(whole);
         r->len = whole;
         r->have = 0;
         r->type = h->type;
@@ -345,7 +354,7 @@ static void receive(int src, const rec_hdr *h, const unsigned char *body)
         size_t len = r->len;
         r->buf = NULL;
         etc_deliver(src, r->type, buf, len);
-        free(buf);
+        etc_smp_private_free(buf);
     }
 }
 

@@ -33,6 +33,12 @@
  * it (len 0: none; glibc's malloc serves everything, as before the fork). */
 void etc_smp_heap_attach(void *lo, size_t len);
 
+/* Memory only this process touches (the layer's overflow queues and message
+ * reassembly): glibc's, not the slice's, whose shared pages cost more to
+ * fault in. NULL when there is none. */
+void *etc_smp_private_alloc(size_t n);
+void etc_smp_private_free(void *p);
+
 /* fork() inside a node, around it: the parent's heap is locked across the
  * fork; the child (its static data already private) keeps a private copy of
  * the slice's used part and allocates from glibc from then on. */
