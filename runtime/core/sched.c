@@ -55,8 +55,8 @@ typedef struct {
     void (*lb_boundary)(void);
 } boundary_state;
 
-/* Loaded once per run, so that the two-node case (one watched word) stays in
- * registers across threads. */
+/* Loaded once per run; word0/seen0 are the one watched word of the two-node
+ * loop (run_loop, LOOP_ONE_WORD), which keeps them in registers. */
 static boundary_state boundary_init(void)
 {
     const etc_net_hint *h = etc_net_boundary_hint();
@@ -73,22 +73,19 @@ static inline int net_quiet(const boundary_state *b)
 {
     if (b->n < 0 || *b->dirty)
         return 0;
-    if (b->n >= 1 && atomic_load_explicit(b->word0, memory_order_relaxed) != *b->seen0)
-        return 0;
-    for (int i = 1; i < b->n; i++)
+    for (int i = 0; i < b->n; i++)
         if (atomic_load_explicit(b->hint->word[i], memory_order_relaxed) != *b->hint->seen[i])
             return 0;
     return 1;
 }
 
+/* The general boundary of a run on several nodes (run_loop, LOOP_GENERAL). */
 static inline void boundary(const boundary_state *b)
 {
-    if (b->multi) {
-        if (!net_quiet(b))
-            etc_net_boundary();
-        if (b->lb_boundary)
-            b->lb_boundary();
-    }
+    if (!net_quiet(b))
+        etc_net_boundary();
+    if (b->lb_boundary)
+        b->lb_boundary();
 }
 
 /* POLL(): messages are handled in the middle of a thread, so the node counts as

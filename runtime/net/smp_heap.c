@@ -68,12 +68,11 @@ typedef struct fblk { /* a free block, in the list of its bin */
 
 static struct {
     _Atomic int lock;
-    int active;     /* 1: new blocks come from the slice */
+    int active;     /* 1: new blocks come from the slice, freed pages go back to the kernel */
     char *lo, *hi;  /* the slice */
     char *top;      /* blocks lie in [lo, top) */
     char *clean;    /* everything at or above is known zero */
     size_t last;    /* size of the block just below top */
-    int can_punch;  /* 0 in a forked child: its copy is private memory */
     char *dump_to;  /* [lo, dump_to) goes into core dumps, the rest does not */
     fblk *bin[NBINS];
     uint64_t nonempty[NBINS / 64];
@@ -146,7 +145,7 @@ static void punch(char *from, char *to)
 {
     char *a = (char *)(((uintptr_t)from + PAGE - 1) & ~(uintptr_t)(PAGE - 1));
     char *b = (char *)((uintptr_t)to & ~(uintptr_t)(PAGE - 1));
-    if (H.can_punch && b > a)
+    if (H.active && b > a) /* not in a forked child: its copy is private memory */
         madvise(a, (size_t)(b - a), MADV_REMOVE);
 }
 
@@ -221,7 +220,7 @@ static void release(hdr *h)
         char *old = H.top;
         H.top = (char *)h;
         H.last = h->prev;
-        if (H.can_punch && (size_t)(old - H.top) >= TRIM_MIN) {
+        if (H.active && (size_t)(old - H.top) >= TRIM_MIN) {
             /* on to where memory is known zero */
             punch(body, page_up(old > H.clean ? old : H.clean));
             H.clean = page_up(body);
@@ -583,7 +582,6 @@ void etc_smp_heap_attach(void *lo, size_t len)
     H.lo = H.top = H.clean = H.dump_to = lo;
     H.hi = (char *)lo + len;
     H.last = 0;
-    H.can_punch = 1;
     H.active = 1;
 }
 
@@ -597,7 +595,6 @@ void etc_smp_heap_detach_child(void)
     if (used && etc_smp_privatize(H.lo, used) != 0)
         abort(); /* cannot go on without corrupting the parent node */
     H.active = 0;
-    H.can_punch = 0;
     unlock(H.fork_locked); /* taken by etc_smp_heap_fork_prepare() before the fork */
 }
 

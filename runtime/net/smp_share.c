@@ -44,7 +44,7 @@ typedef struct {
 } seg;
 
 static struct {
-    int n, me;
+    int n;
     int nseg;
     seg segs[MAX_SEGS];            /* the executable's writable data */
     char *window[MAX_WINDOWS][MAX_SEGS]; /* node k's segments, as mapped here */
@@ -183,7 +183,6 @@ void etc_smp_share_attach(int me)
 {
     if (!W.n)
         return;
-    W.me = me;
     int ok = W.nseg > 0;
     for (int s = 0; s < W.nseg; s++) {
         if (move_over(W.window[me][s], W.segs[s].lo, W.segs[s].len) != 0) {
