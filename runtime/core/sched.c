@@ -26,6 +26,8 @@ const char etc_abi_plain = 1;
 
 static etc_node_private node_private;
 
+uint64_t etc_net_key;
+
 double etc_time(void)
 {
     struct timespec ts;
@@ -49,29 +51,26 @@ uintptr_t etc_make_tag(int node)
 typedef struct {
     int multi, n; /* n: the hint's watched words, or < 0 */
     _Atomic uint64_t *word0;
-    const uint64_t *seen0;
-    const int *dirty;
+    int keyed;
     const etc_net_hint *hint;
     void (*lb_boundary)(void);
 } boundary_state;
 
-/* Loaded once per run; word0/seen0 are the one watched word of the two-node
- * loop (run_loop, LOOP_ONE_WORD), which keeps them in registers. */
+/* Loaded once per run; word0 and the layer's key are the one-compare test of
+ * the two-node loop (run_loop, LOOP_ONE_WORD). */
 static boundary_state boundary_init(void)
 {
     const etc_net_hint *h = etc_net_boundary_hint();
-    boundary_state b = {etc_rts.num_nodes > 1, h->n, NULL, NULL, h->dirty, h,
+    boundary_state b = {etc_rts.num_nodes > 1, h->n, NULL, h->keyed, h,
                         etc_rts.priv->lb->boundary};
-    if (h->n >= 1) {
+    if (h->n >= 1)
         b.word0 = h->word[0];
-        b.seen0 = h->seen[0];
-    }
     return b;
 }
 
 static inline int net_quiet(const boundary_state *b)
 {
-    if (b->n < 0 || *b->dirty)
+    if (b->n < 0 || *b->hint->dirty)
         return 0;
     for (int i = 0; i < b->n; i++)
         if (atomic_load_explicit(b->hint->word[i], memory_order_relaxed) != *b->hint->seen[i])
@@ -176,9 +175,9 @@ static int idle(int spins_max)
 
 /* The scheduler loop, expanded once per kind of boundary (`kind` is a constant
  * at each call below): on one node there is nothing to check; with one watched
- * word and no balancer hook (smp with two nodes) the check is two loads and a
- * compare on values the loop keeps in registers; anything else takes the
- * general test. */
+ * word, the layer's key and no balancer hook (smp with two nodes) the check is
+ * a load through a pointer kept in a register and a compare with a global;
+ * anything else takes the general test. */
 enum { LOOP_ONE_NODE, LOOP_ONE_WORD, LOOP_GENERAL };
 
 static inline __attribute__((always_inline)) void run_loop(int kind, const boundary_state *b,
@@ -187,8 +186,6 @@ static inline __attribute__((always_inline)) void run_loop(int kind, const bound
     etc_rq *rq = &etc_rts.rq;
     etc_tq *tq = &etc_rts.tq;
     _Atomic uint64_t *const word0 = b->word0;
-    const uint64_t *const seen0 = b->seen0;
-    const int *const dirty = b->dirty;
     for (;;) {
         if (rq->head != rq->tail) {
             etc_closure c = rq->buf[rq->head++ & rq->mask];
@@ -209,7 +206,7 @@ static inline __attribute__((always_inline)) void run_loop(int kind, const bound
             continue;
         }
         if (kind == LOOP_ONE_WORD) {
-            if (atomic_load_explicit(word0, memory_order_relaxed) != *seen0 || *dirty)
+            if (atomic_load_explicit(word0, memory_order_relaxed) != etc_net_key)
                 etc_net_boundary();
         } else if (kind == LOOP_GENERAL) {
             boundary(b);
@@ -223,7 +220,7 @@ static void run(void)
     const boundary_state b = boundary_init();
     if (!b.multi)
         run_loop(LOOP_ONE_NODE, &b, spins_max);
-    else if (b.n == 1 && !b.lb_boundary)
+    else if (b.n == 1 && b.keyed && !b.lb_boundary)
         run_loop(LOOP_ONE_WORD, &b, spins_max);
     else
         run_loop(LOOP_GENERAL, &b, spins_max);

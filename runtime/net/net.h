@@ -47,7 +47,15 @@ typedef struct etc_net_hint {
     _Atomic uint64_t *const *word;
     const uint64_t *const *seen;
     const int *dirty;
+    /* keyed (with n == 1): the whole test is one compare, *word[0] !=
+     * etc_net_key; the layer keeps that key equal to *seen[0] while *dirty is
+     * 0, and to a value the word never takes while it is 1. */
+    int keyed;
 } etc_net_hint;
+
+/* The key of a keyed hint: the core's, written by the layer. A global, so the
+ * core's loop reaches it without a register. */
+extern uint64_t etc_net_key;
 
 const etc_net_hint *etc_net_boundary_hint(void);
 

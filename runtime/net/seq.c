@@ -43,7 +43,7 @@ void etc_net_boundary(void)
 
 const etc_net_hint *etc_net_boundary_hint(void)
 {
-    static const etc_net_hint none = {0, NULL, NULL, NULL};
+    static const etc_net_hint none = {0, NULL, NULL, NULL, 0};
     return &none; /* one node: the core never polls */
 }
 

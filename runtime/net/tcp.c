@@ -614,7 +614,7 @@ void etc_net_boundary(void)
 
 const etc_net_hint *etc_net_boundary_hint(void)
 {
-    static const etc_net_hint always = {-1, NULL, NULL, NULL};
+    static const etc_net_hint always = {-1, NULL, NULL, NULL, 0};
     return &always; /* the boundary logic (flush, time-gated poll) is in the call */
 }
 

@@ -81,6 +81,17 @@ def test_stress_nothing_lost_or_duplicated(build: Builder, n: int, total: int) -
                            "0 errors, sums agree\n")
 
 
+@pytest.mark.parametrize("n", [2, 4])
+def test_a_burst_bigger_than_a_ring_arrives_while_the_sender_stays_busy(build: Builder,
+                                                                          n: int) -> None:
+    # what does not fit in a ring waits in the sender's overflow queue; a sender
+    # that never goes idle must still move it on at its thread boundaries (the
+    # nop balancer sends nothing that would make it poll)
+    proc = run(build("burst.tc"), nodes=n, timeout=60, env={**os.environ, "ETC_LB": "nop"})
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == "burst: 300000 syncs from node 0 to node 1, all arrived\n"
+
+
 @pytest.mark.parametrize("target", ["seq", "smp"])
 def test_waiting_threads_do_not_keep_the_run_alive(build: Builder, target: str) -> None:
     for n in ([1] if target == "seq" else [1, 4]):
