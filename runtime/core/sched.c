@@ -57,7 +57,7 @@ typedef struct {
 } boundary_state;
 
 /* Loaded once per run; word0 and the layer's key are the one-compare test of
- * the two-node loop (run_loop, LOOP_ONE_WORD). */
+ * run_loop's LOOP_ONE_WORD (smp). */
 static boundary_state boundary_init(void)
 {
     const etc_net_hint *h = etc_net_boundary_hint();
@@ -70,6 +70,8 @@ static boundary_state boundary_init(void)
 
 static inline int net_quiet(const boundary_state *b)
 {
+    if (b->keyed)
+        return atomic_load_explicit(b->word0, memory_order_relaxed) == etc_net_key;
     if (b->n < 0 || *b->hint->dirty)
         return 0;
     for (int i = 0; i < b->n; i++)
@@ -175,9 +177,9 @@ static int idle(int spins_max)
 
 /* The scheduler loop, expanded once per kind of boundary (`kind` is a constant
  * at each call below): on one node there is nothing to check; with one watched
- * word, the layer's key and no balancer hook (smp with two nodes) the check is
- * a load through a pointer kept in a register and a compare with a global;
- * anything else takes the general test. */
+ * word, the layer's key and no balancer hook (smp) the check is a load through
+ * a pointer kept in a register and a compare with a global; anything else
+ * (tcp, balancers with a boundary hook) takes the general test. */
 enum { LOOP_ONE_NODE, LOOP_ONE_WORD, LOOP_GENERAL };
 
 static inline __attribute__((always_inline)) void run_loop(int kind, const boundary_state *b,

@@ -11,8 +11,12 @@
  * Messages travel through one single-producer single-consumer ring per
  * ordered pair of nodes in a MAP_SHARED region: no system call per message.
  * A full ring spills into a private overflow queue (a sender never blocks),
- * drained at the next poll, which keeps per-pair order. Idle nodes spin
- * briefly and then sleep on a futex; a sender wakes a sleeping receiver.
+ * drained at the next poll, which keeps per-pair order. A busy node tests
+ * one word at a thread boundary however many nodes there are: with two, the
+ * head of the ring from the other; with more, its doorbell, a counter every
+ * record written to it also bumps. Idle
+ * nodes spin briefly and then sleep on a futex; a sender wakes a sleeping
+ * receiver.
  * Block moves read or write the other node's memory once: a memcpy where it
  * lies in memory every node maps (its globals and its heap, smp_share.c), or
  * process_vm_readv/writev where the kernel allows it.
@@ -57,7 +61,8 @@ typedef struct {
 } run_hdr;
 
 typedef struct {
-    _Alignas(LINE) _Atomic uint32_t futex; /* bumped by a waker */
+    _Alignas(LINE) _Atomic uint64_t bell; /* bumped by every record written to us */
+    _Atomic uint32_t futex;               /* bumped by a waker */
     _Atomic int32_t sleeping;
     _Atomic int32_t finished; /* ended normally */
     _Atomic int32_t reported; /* printed its own fatal error */
@@ -104,9 +109,11 @@ static struct {
     unsigned char *data;
     uint64_t *out_head, *out_tail; /* producer's view, per destination */
     uint64_t *in_tail;             /* consumer's view, per source */
-    ring_ctl **in_rings;           /* the n - 1 rings into this node ... */
-    uint64_t **in_seen;            /* ... and where we have read each up to */
-    _Atomic uint64_t **in_heads;   /* their head words, for the boundary hint */
+    _Atomic uint64_t *watch;       /* the word that moves when a record comes:
+                                      the other's ring head (2 nodes), else
+                                      our doorbell (node_ctl.bell) ... */
+    const uint64_t *watch_seen;    /* ... and its value at our last poll */
+    uint64_t bell_seen;
     etc_net_hint hint;
     ovf **ovf_head, **ovf_tail;
     int ovf_pending;
@@ -135,14 +142,13 @@ static long futex(_Atomic uint32_t *addr, int op, uint32_t val, const struct tim
     return syscall(SYS_futex, (uint32_t *)addr, op, val, ts, NULL, 0);
 }
 
-/* With two nodes the core's boundary test is one compare of the incoming
- * ring's head with etc_net_key (net.h): what we have read up to, or, while
- * output waits in the overflow queue, a value the head never reaches. Called
- * wherever either changes. */
+/* The core's boundary test is one compare of the watched word with
+ * etc_net_key (net.h): its value at our last poll, or, while output waits in
+ * the overflow queue, a value the word never reaches. Called wherever either
+ * changes. */
 static void rekey(void)
 {
-    if (S.n == 2)
-        etc_net_key = S.ovf_pending ? UINT64_MAX : S.in_tail[1 - S.me];
+    etc_net_key = S.ovf_pending ? UINT64_MAX : *S.watch_seen;
 }
 
 /* ---------------------------------------------------------------- sending */
@@ -195,6 +201,12 @@ static int ring_write(int dest, int type, int flags, const piece *pc, int npc, s
     head += total;
     S.out_head[dest] = head;
     atomic_store_explicit(&r->head, head, memory_order_release);
+    /* With more than one sender, one word for the receiver to watch; an RMW,
+     * so that reading any value of it synchronizes with every write before (a
+     * release sequence), and the receiver then sees their records. (With two
+     * nodes the head is that word: it costs the sender nothing more.) */
+    if (S.n > 2)
+        atomic_fetch_add_explicit(&S.ctl[dest].bell, 1, memory_order_release);
     return 1;
 }
 
@@ -321,18 +333,15 @@ const etc_net_hint *etc_net_boundary_hint(void)
     return &S.hint;
 }
 
-/* At a thread boundary: one relaxed load per incoming ring; the full poll only
- * when something has arrived (the common case in fine-grain code is nothing).
- * The core makes the same test inline (the hint) and calls this only if it fails. */
-/* Whether a ring into this node holds a record not read yet. */
+/* Whether a record was written to us since the last poll. */
 static int anything_waiting(void)
 {
-    for (int i = 0; i < S.n - 1; i++)
-        if (atomic_load_explicit(&S.in_rings[i]->head, memory_order_acquire) != *S.in_seen[i])
-            return 1;
-    return 0;
+    return atomic_load_explicit(S.watch, memory_order_acquire) != *S.watch_seen;
 }
 
+/* At a thread boundary: one load of the watched word; the full poll only when
+ * something has arrived (the common case in fine-grain code is nothing). The
+ * core makes the same test inline (the hint) and calls this only if it fails. */
 void etc_net_boundary(void)
 {
     if (S.ovf_pending)
@@ -385,7 +394,11 @@ int etc_net_poll(void)
     S.polling = 1;
     int count = 0;
     ovf_flush();
-    for (int i = 1; i < S.n; i++) {
+    /* More than two nodes: every record is in its ring before it rings the bell
+     * (ring_write), so a bell unchanged since the last poll means nothing new,
+     * and a bell read here makes every record it counts visible to the scan. */
+    uint64_t bell = S.n > 2 ? atomic_load_explicit(S.watch, memory_order_acquire) : 1;
+    for (int i = 1; i < S.n && bell != S.bell_seen; i++) {
         int src = (S.me + i) % S.n;
         ring_ctl *r = ring(src, S.me);
         uint64_t h = atomic_load_explicit(&r->head, memory_order_acquire);
@@ -408,6 +421,8 @@ int etc_net_poll(void)
         S.in_tail[src] = t;
         atomic_store_explicit(&r->tail, t, memory_order_release);
     }
+    if (S.n > 2)
+        S.bell_seen = bell;
     rekey();
     S.polling = 0;
     return count;
@@ -830,20 +845,17 @@ void etc_net_start(int want, int *node_id, int *num_nodes)
             S.ovf_head = calloc((size_t)n, sizeof *S.ovf_head);
             S.ovf_tail = calloc((size_t)n, sizeof *S.ovf_tail);
             S.asm_ = calloc((size_t)n, sizeof *S.asm_);
-            S.in_rings = calloc((size_t)n, sizeof *S.in_rings);
-            S.in_seen = calloc((size_t)n, sizeof *S.in_seen);
-            S.in_heads = calloc((size_t)n, sizeof *S.in_heads);
             if (!S.out_head || !S.out_tail || !S.in_tail || !S.ovf_head || !S.ovf_tail ||
-                !S.asm_ || !S.in_rings || !S.in_seen || !S.in_heads)
+                !S.asm_)
                 etc_die("out of memory");
-            for (int i = 1, j = 0; i < n; i++, j++) {
-                int src = (k + i) % n;
-                S.in_rings[j] = ring(src, k);
-                S.in_seen[j] = &S.in_tail[src];
-                S.in_heads[j] = &S.in_rings[j]->head;
+            if (n == 2) {
+                S.watch = &ring(1 - k, k)->head;
+                S.watch_seen = &S.in_tail[1 - k];
+            } else {
+                S.watch = &S.ctl[k].bell;
+                S.watch_seen = &S.bell_seen;
             }
-            S.hint = (etc_net_hint){n - 1, S.in_heads, (const uint64_t *const *)S.in_seen,
-                                    &S.ovf_pending, n == 2};
+            S.hint = (etc_net_hint){1, &S.watch, &S.watch_seen, &S.ovf_pending, 1};
             rekey();
             setup_output();
             start_barrier();
