@@ -170,5 +170,6 @@ def bench(quick: bool) -> Section:
     sec.add(f"tcp (issue 8): fib({n2}) on 2 tcp nodes takes {t_tcp2:.3f} s against "
             f"{t2:.3f} s on 2 smp nodes ({t_tcp2 / t2:.2f}x).", "")
     sec.data = {"fib30_seq": t_seq, "fib30_c": t_c, "fib30_tbb1": t_tbb1, "fib32_smp1": t1,
-                "fib32_smp2": t2, "fib32_tcp2": t_tcp2, "capacity": cap[2], "capacity_etc": etc_cap}
+                "fib32_smp2": t2, "fib32_tcp2": t_tcp2, "capacity": cap[2], "capacity_etc": etc_cap,
+                "fib32_smp1_runs": one, "fib32_smp2_runs": two, "fib32_pair_runs": pairs}
     return sec

@@ -168,7 +168,10 @@ def bench(quick: bool) -> Section:
         ["cc -fsyntax-only on the generated C (baseline)", t_cc, 1.0],
     ]))
     sec.add(f"Goal (issue 3): under one second for 5,000 lines including libclang: "
-            f"**{'met' if t_cli < 1.0 else 'not met'}** ({t_cli:.2f} s).", "")
+            f"**{'met' if t_cli < 1.0 else 'not met'}** ({t_cli:.2f} s). The goal is in "
+            f"seconds, so it moves with the machine's speed: at the ratio measured here "
+            f"etcpre stays under one second wherever the baseline takes under "
+            f"{t_cc / t_cli:.3f} s (here {t_cc:.3f} s).", "")
     sec.data = {"parse_s": t_ours, "parse_base_s": t_base, "parse_lines": nlines,
                 "translate_cli_s": t_cli, "translate_inproc_s": t_in, "cc_syntax_s": t_cc}
     return sec
