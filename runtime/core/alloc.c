@@ -1,8 +1,9 @@
 /* alloc.c: the memory of a node: free-list slow paths, queue growth.
  *
  * Frames and parameter frames come from per-size free lists (etc.h inline
- * fast paths); only an empty list reaches malloc here. Blocks are carved from
- * 64 KiB chunks so that a fresh list fills with few malloc calls. */
+ * fast paths); only an empty list reaches the slow path here, which carves
+ * blocks one at a time from 64 KiB chunks (few malloc calls, no page touched
+ * before it is used). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -28,6 +29,16 @@ void *etc_xrealloc(void *p, size_t n)
     return q;
 }
 
+/* Per size class, the unused end of its newest chunk. A refill hands out the
+ * next block from there rather than threading the whole chunk onto the free
+ * list: that would touch all 16 pages of a chunk at once, about 16 page faults
+ * on the critical path of a node's first threads (a few us each, more for
+ * the shared pages of smp nodes), for blocks most programs never use. */
+static struct {
+    char *next;
+    size_t left;
+} bump[ETC_FREE_CLASSES];
+
 void *etc_alloc_slow(size_t size)
 {
     size_t c = (size + ETC_FREE_GRAIN - 1) / ETC_FREE_GRAIN;
@@ -35,18 +46,16 @@ void *etc_alloc_slow(size_t size)
         c = 1;
     if (c >= ETC_FREE_CLASSES)
         return etc_xmalloc(size);
-    /* Refill class c from a fresh chunk; keep one block for the caller. The
-     * chunks live as long as the node (frames are recycled, never returned). */
+    /* The chunks live as long as the node (frames are recycled, never returned). */
     size_t bytes = c * ETC_FREE_GRAIN;
-    size_t count = CHUNK_BYTES / bytes;
-    char *chunk = etc_xmalloc(count * bytes);
-    for (size_t i = 1; i + 1 < count; i++)
-        ((etc_free_block *)(chunk + i * bytes))->next = (etc_free_block *)(chunk + (i + 1) * bytes);
-    if (count > 1) {
-        ((etc_free_block *)(chunk + (count - 1) * bytes))->next = etc_rts.free[c];
-        etc_rts.free[c] = (etc_free_block *)(chunk + bytes);
+    if (bump[c].left < bytes) {
+        bump[c].next = etc_xmalloc(CHUNK_BYTES);
+        bump[c].left = CHUNK_BYTES - CHUNK_BYTES % bytes;
     }
-    return chunk;
+    void *b = bump[c].next;
+    bump[c].next += bytes;
+    bump[c].left -= bytes;
+    return b;
 }
 
 void etc_free_slow(void *p, size_t size)
