@@ -46,38 +46,18 @@ uintptr_t etc_make_tag(int node)
 }
 
 /* Between two threads: messages in, and the sender-initiated balancers (the
- * hook is looked up once per run). The layer's hint lets the common case, where
- * nothing arrived and nothing waits to be sent, cost a few loads and no call. */
+ * hook is looked up once per run). The layer's watched word lets the common
+ * case, where nothing arrived and nothing waits to be sent, cost one load and a
+ * compare, and no call. */
 typedef struct {
-    int multi, n; /* n: the hint's watched words, or < 0 */
-    _Atomic uint64_t *word0;
-    int keyed;
-    const etc_net_hint *hint;
+    int multi;
+    _Atomic uint64_t *word; /* etc_net_boundary_word(), or NULL */
     void (*lb_boundary)(void);
 } boundary_state;
 
-/* Loaded once per run; word0 and the layer's key are the one-compare test of
- * run_loop's LOOP_ONE_WORD (smp). */
-static boundary_state boundary_init(void)
-{
-    const etc_net_hint *h = etc_net_boundary_hint();
-    boundary_state b = {etc_rts.num_nodes > 1, h->n, NULL, h->keyed, h,
-                        etc_rts.priv->lb->boundary};
-    if (h->n >= 1)
-        b.word0 = h->word[0];
-    return b;
-}
-
 static inline int net_quiet(const boundary_state *b)
 {
-    if (b->keyed)
-        return atomic_load_explicit(b->word0, memory_order_relaxed) == etc_net_key;
-    if (b->n < 0 || *b->hint->dirty)
-        return 0;
-    for (int i = 0; i < b->n; i++)
-        if (atomic_load_explicit(b->hint->word[i], memory_order_relaxed) != *b->hint->seen[i])
-            return 0;
-    return 1;
+    return b->word && atomic_load_explicit(b->word, memory_order_relaxed) == etc_net_key;
 }
 
 /* The general boundary of a run on several nodes (run_loop, LOOP_GENERAL). */
@@ -187,7 +167,7 @@ static inline __attribute__((always_inline)) void run_loop(int kind, const bound
 {
     etc_rq *rq = &etc_rts.rq;
     etc_tq *tq = &etc_rts.tq;
-    _Atomic uint64_t *const word0 = b->word0;
+    _Atomic uint64_t *const word = b->word;
     for (;;) {
         if (rq->head != rq->tail) {
             etc_closure c = rq->buf[rq->head++ & rq->mask];
@@ -208,7 +188,7 @@ static inline __attribute__((always_inline)) void run_loop(int kind, const bound
             continue;
         }
         if (kind == LOOP_ONE_WORD) {
-            if (atomic_load_explicit(word0, memory_order_relaxed) != etc_net_key)
+            if (atomic_load_explicit(word, memory_order_relaxed) != etc_net_key)
                 etc_net_boundary();
         } else if (kind == LOOP_GENERAL) {
             boundary(b);
@@ -219,10 +199,11 @@ static inline __attribute__((always_inline)) void run_loop(int kind, const bound
 static void run(void)
 {
     int spins_max = spin_limit();
-    const boundary_state b = boundary_init();
+    const boundary_state b = {etc_rts.num_nodes > 1, etc_net_boundary_word(),
+                              etc_rts.priv->lb->boundary};
     if (!b.multi)
         run_loop(LOOP_ONE_NODE, &b, spins_max);
-    else if (b.n == 1 && b.keyed && !b.lb_boundary)
+    else if (b.word && !b.lb_boundary)
         run_loop(LOOP_ONE_WORD, &b, spins_max);
     else
         run_loop(LOOP_GENERAL, &b, spins_max);

@@ -38,26 +38,16 @@ int etc_net_poll(void);
 void etc_net_boundary(void);
 
 /* What the core may test inline at a thread boundary, before it calls
- * etc_net_boundary(): while every watched word (written by senders) equals the
- * value this node has consumed up to, and *dirty is 0 (nothing queued to send),
- * the call would do nothing. n < 0: no such test; always call. Valid after
+ * etc_net_boundary(): while this word (written by senders) equals
+ * etc_net_key, the call would do nothing. The layer keeps the key equal to the
+ * word's value at its last poll, and to a value the word never takes while it
+ * has output queued to push. NULL: no such test; always call. Valid after
  * etc_net_start(), for the life of the node. */
-typedef struct etc_net_hint {
-    int n;
-    _Atomic uint64_t *const *word;
-    const uint64_t *const *seen;
-    const int *dirty;
-    /* keyed (with n == 1): the whole test is one compare, *word[0] !=
-     * etc_net_key; the layer keeps that key equal to *seen[0] while *dirty is
-     * 0, and to a value the word never takes while it is 1. */
-    int keyed;
-} etc_net_hint;
+_Atomic uint64_t *etc_net_boundary_word(void);
 
-/* The key of a keyed hint: the core's, written by the layer. A global, so the
+/* The key of that test: the core's, written by the layer. A global, so the
  * core's loop reaches it without a register. */
 extern uint64_t etc_net_key;
-
-const etc_net_hint *etc_net_boundary_hint(void);
 
 /* Pushes out messages a layer holds back to coalesce them (tcp). */
 void etc_net_flush(void);

@@ -114,7 +114,6 @@ static struct {
                                       our doorbell (node_ctl.bell) ... */
     const uint64_t *watch_seen;    /* ... and its value at our last poll */
     uint64_t bell_seen;
-    etc_net_hint hint;
     ovf **ovf_head, **ovf_tail;
     int ovf_pending;
     reasm *asm_;
@@ -328,9 +327,9 @@ void etc_net_flush(void)
     ovf_flush();
 }
 
-const etc_net_hint *etc_net_boundary_hint(void)
+_Atomic uint64_t *etc_net_boundary_word(void)
 {
-    return &S.hint;
+    return S.watch;
 }
 
 /* Whether a record was written to us since the last poll. */
@@ -341,7 +340,8 @@ static int anything_waiting(void)
 
 /* At a thread boundary: one load of the watched word; the full poll only when
  * something has arrived (the common case in fine-grain code is nothing). The
- * core makes the same test inline (the hint) and calls this only if it fails. */
+ * core makes the same test inline (etc_net_boundary_word) and calls this only
+ * if it fails. */
 void etc_net_boundary(void)
 {
     if (S.ovf_pending)
@@ -396,9 +396,11 @@ int etc_net_poll(void)
     ovf_flush();
     /* More than two nodes: every record is in its ring before it rings the bell
      * (ring_write), so a bell unchanged since the last poll means nothing new,
-     * and a bell read here makes every record it counts visible to the scan. */
-    uint64_t bell = S.n > 2 ? atomic_load_explicit(S.watch, memory_order_acquire) : 1;
-    for (int i = 1; i < S.n && bell != S.bell_seen; i++) {
+     * and a bell read here makes every record it counts visible to the scan.
+     * Two nodes: no bell; the one ring is always looked at. */
+    uint64_t bell = S.n > 2 ? atomic_load_explicit(S.watch, memory_order_acquire) : 0;
+    int scan = S.n == 2 || bell != S.bell_seen;
+    for (int i = 1; scan && i < S.n; i++) {
         int src = (S.me + i) % S.n;
         ring_ctl *r = ring(src, S.me);
         uint64_t h = atomic_load_explicit(&r->head, memory_order_acquire);
@@ -855,7 +857,6 @@ void etc_net_start(int want, int *node_id, int *num_nodes)
                 S.watch = &S.ctl[k].bell;
                 S.watch_seen = &S.bell_seen;
             }
-            S.hint = (etc_net_hint){1, &S.watch, &S.watch_seen, &S.ovf_pending, 1};
             rekey();
             setup_output();
             start_barrier();

@@ -612,10 +612,9 @@ void etc_net_boundary(void)
     etc_net_poll();
 }
 
-const etc_net_hint *etc_net_boundary_hint(void)
+_Atomic uint64_t *etc_net_boundary_word(void)
 {
-    static const etc_net_hint always = {-1, NULL, NULL, NULL, 0};
-    return &always; /* the boundary logic (flush, time-gated poll) is in the call */
+    return NULL; /* the boundary logic (flush, time-gated poll) is in the call */
 }
 
 void etc_net_wait(double seconds)
