@@ -17,7 +17,7 @@ environment and the run's random secret as the first line of its standard input
    time, naming its host), stops every node and reaps them all. SIGINT/SIGTERM stop
    everything the same way.
 
-The node side is runtime/net/tcp.c; the control protocol is text lines.
+The node side is runtime/net/tcp/tcp.c; the control protocol is text lines.
 """
 
 from __future__ import annotations

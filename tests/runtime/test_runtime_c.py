@@ -66,8 +66,8 @@ def test_smp_shared_heap_allocator(tmp_path: Path, cc: str) -> None:
     prog = tmp_path / "unit_smp_heap"
     proc = subprocess.run([cc, "-std=c11", "-D_GNU_SOURCE", "-O2", "-Wall", "-Wextra", "-Werror",
                            "-fsanitize=undefined", "-fno-sanitize-recover=undefined", f"-I{rt}",
-                           str(HERE / "unit_smp_heap.c"), str(rt / "net" / "smp_heap.c"),
-                           str(rt / "net" / "smp_share.c"), "-pthread", "-o", str(prog)],
+                           str(HERE / "unit_smp_heap.c"), str(rt / "net" / "smp" / "smp_heap.c"),
+                           str(rt / "net" / "smp" / "smp_share.c"), "-pthread", "-o", str(prog)],
                           capture_output=True, text=True, check=False)
     assert proc.returncode == 0, proc.stderr
     proc = subprocess.run([str(prog)], capture_output=True, text=True, timeout=120, check=False)
@@ -92,7 +92,7 @@ def test_runtime_sources_compile_warning_free(tmp_path: Path, cc: str) -> None:
     if shutil.which(cc) is None:
         pytest.skip(f"{cc} is not installed (.ci/run installs clang)")
     rt = ROOT / "runtime"
-    sources = sorted(rt.glob("core/*.c")) + sorted(rt.glob("lb/*.c")) + sorted(rt.glob("net/*.c"))
+    sources = sorted(rt.glob("core/*.c")) + sorted(rt.glob("lb/*.c")) + sorted(rt.glob("net/*/*.c"))
     for defines in ([], ["-DETC_CHECK", "-DETC_PROF"]):
         for src in sources:
             proc = subprocess.run([cc, "-std=c11", "-D_GNU_SOURCE", "-O2", "-Wall", "-Wextra",

@@ -1,4 +1,4 @@
-/* The smp shared heap's allocator (runtime/net/smp_heap.c) on its own: this
+/* The smp shared heap's allocator (runtime/net/smp/smp_heap.c) on its own: this
  * program is linked with it, so its malloc family is the one every call here
  * (and in libc) reaches. It attaches a small shared slice and runs a random
  * mix of malloc, calloc, realloc, free and the aligned allocators against a
@@ -14,7 +14,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "net/smp_mem.h"
+#include "net/smp/smp_mem.h"
 
 #define SLICE ((size_t)64 << 20)
 #define SLOTS 2000

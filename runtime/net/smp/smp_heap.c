@@ -34,7 +34,7 @@
 #include <sys/mman.h>
 #include <sys/single_threaded.h>
 
-#include "net/smp_mem.h"
+#include "net/smp/smp_mem.h"
 
 #if ETC_SMP_SHARE_BUILD
 

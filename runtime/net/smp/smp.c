@@ -41,7 +41,7 @@
 #include <unistd.h>
 
 #include "core/rts.h"
-#include "net/smp_mem.h"
+#include "net/smp/smp_mem.h"
 
 const char etc_net_name[] = "smp";
 ETC_PROGRAM_MARKER("smp");

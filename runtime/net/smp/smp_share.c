@@ -29,7 +29,7 @@
 #include <string.h>
 #include <sys/mman.h>
 
-#include "net/smp_mem.h"
+#include "net/smp/smp_mem.h"
 
 #define PAGE ((uintptr_t)4096)
 #define MAX_SEGS 4
