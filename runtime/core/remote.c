@@ -76,7 +76,7 @@ static void send_comm(int dest, int type, const void *a, size_t alen, const void
 }
 
 /* Signals a slot named by a GLOBAL pointer, wherever it is. */
-static void signal(etc_slot *g)
+static void signal_slot(etc_slot *g)
 {
     if (!g)
         return;
@@ -115,7 +115,7 @@ void etc_data_remote(void *dest, const void *value, size_t size, etc_slot *slot)
 {
     if (etc_is_local(dest)) { /* the data is here; only the slot is remote */
         memcpy(etc_addr(dest), value, size);
-        signal(slot);
+        signal_slot(slot);
         return;
     }
     msg_data m = {U64(etc_addr(dest)), G64(slot), size, {0}};
@@ -148,7 +148,7 @@ static void put_bytes(const void *src, void *dest, size_t n, etc_slot *slot)
     int owner = etc_owner_of(dest);
     if (n && etc_net_write_remote(owner, etc_addr(dest), src, n) == 0) {
         ETC_PROF_ADD(remote_comms, 1);
-        signal(slot);
+        signal_slot(slot);
         return;
     }
     size_t piece = etc_net_max_message() - sizeof(msg_put);
@@ -171,7 +171,7 @@ void etc_blkmov_sync(const void *src, void *dest, long n, etc_slot *slot)
     if (etc_is_local(src)) {
         if (etc_is_local(dest)) {
             memmove(etc_addr(dest), etc_addr(src), (size_t)n);
-            signal(slot);
+            signal_slot(slot);
         } else {
             put_bytes(etc_addr(src), dest, (size_t)n, slot);
         }
@@ -180,7 +180,7 @@ void etc_blkmov_sync(const void *src, void *dest, long n, etc_slot *slot)
     if (etc_is_local(dest) && n &&
         etc_net_read_remote(etc_owner_of(src), etc_addr(dest), etc_addr(src), (size_t)n) == 0) {
         ETC_PROF_ADD(remote_comms, 1);
-        signal(slot);
+        signal_slot(slot);
         return;
     }
     msg_blkget m = {U64(etc_addr(src)), G64(dest), G64(slot), (uint64_t)n};
@@ -237,7 +237,7 @@ void etc_handle_work(int src, int type, const void *body, size_t len)
         if (m.size > sizeof m.bytes)
             bad_message(src, type, len);
         memcpy(PTR(m.dest), m.bytes, m.size);
-        signal(PTR(m.slot));
+        signal_slot(PTR(m.slot));
         break;
     }
     case ETC_M_GET: {
@@ -256,7 +256,7 @@ void etc_handle_work(int src, int type, const void *body, size_t len)
         if (m.n != len - sizeof m)
             bad_message(src, type, len);
         memcpy(PTR(m.dest), (const char *)body + sizeof m, m.n);
-        signal(PTR(m.slot));
+        signal_slot(PTR(m.slot));
         break;
     }
     case ETC_M_BLKGET: {

@@ -36,24 +36,24 @@ typedef struct {
  * much later. */
 #define WAVE_DELAY_SECONDS 200e-6
 
-static etc_term *T(void)
+static etc_term *term_state(void)
 {
     return &etc_rts.priv->term;
 }
 
 void etc_term_work_sent(void)
 {
-    T()->sent++;
+    term_state()->sent++;
 }
 
 void etc_term_work_received(void)
 {
-    T()->recv++;
+    term_state()->recv++;
 }
 
 static int really_idle(void)
 {
-    return T()->idle && !etc_work_here();
+    return term_state()->idle && !etc_work_here();
 }
 
 /* A node that answered a probe "busy" tells node 0 once it is idle, so that
@@ -68,7 +68,7 @@ static void report_idle_if_asked(etc_term *t)
 
 void etc_term_enter_idle(void)
 {
-    etc_term *t = T();
+    etc_term *t = term_state();
     t->idle = 1;
     if (etc_rts.node_id != 0) {
         report_idle_if_asked(t);
@@ -80,12 +80,12 @@ void etc_term_enter_idle(void)
 
 void etc_term_leave_idle(void)
 {
-    T()->idle = 0;
+    term_state()->idle = 0;
 }
 
 static void start_wave(void)
 {
-    etc_term *t = T();
+    etc_term *t = term_state();
     t->wave++;
     t->wave_running = 1;
     t->want_wave = 0;
@@ -100,7 +100,7 @@ static void start_wave(void)
 
 static void end_wave(void)
 {
-    etc_term *t = T();
+    etc_term *t = term_state();
     t->wave_running = 0;
     int ok = t->all_idle && t->sum_sent == t->sum_recv;
     if (ok && t->prev_ok && t->sum_sent == t->prev_sent && t->sum_recv == t->prev_recv) {
@@ -124,7 +124,7 @@ static void end_wave(void)
 /* How long node 0 may block before a wave is due (< 0: until a message). */
 double etc_term_wait_hint(void)
 {
-    etc_term *t = T();
+    etc_term *t = term_state();
     if (etc_rts.node_id != 0 || !t->want_wave || t->wave_running)
         return -1.0;
     if (t->next_wave <= 0)
@@ -139,7 +139,7 @@ double etc_term_wait_hint(void)
  * wait for ever. Node 0 starts a wave when one is wanted. */
 void etc_term_idle_step(void)
 {
-    etc_term *t = T();
+    etc_term *t = term_state();
     if (etc_rts.node_id != 0) {
         report_idle_if_asked(t);
         return;
@@ -158,7 +158,7 @@ void etc_term_idle_step(void)
 
 void etc_term_message(int src, int type, const void *body, size_t len)
 {
-    etc_term *t = T();
+    etc_term *t = term_state();
     switch (type) {
     case ETC_M_TERM_PROBE: {
         msg_probe p;

@@ -38,14 +38,14 @@ typedef struct {
  * loaded machine takes well under it). */
 #define REQ_TIMEOUT 1e-3
 
-static state *S(void)
+static state *node_state(void)
 {
     return etc_lb_state(sizeof(state));
 }
 
 static double idle(void)
 {
-    state *s = S();
+    state *s = node_state();
     double now = etc_lb_now();
     if (s->outstanding && now - s->sent_at < REQ_TIMEOUT)
         return s->sent_at + REQ_TIMEOUT - now;
@@ -67,7 +67,7 @@ static void token(int src, const etc_token_msg *h, etc_tok tok)
         return;
     }
     if (!etc_lb_busy()) { /* an idle node runs it: its wish is granted */
-        state *s = S();
+        state *s = node_state();
         s->outstanding = 0;
         etc_lb_backoff_reset(&s->backoff);
     }
@@ -84,7 +84,7 @@ static void message(int src, int type, const void *body, size_t len)
         etc_lb_bad_message(src, type, len);
     etc_lb_count_request_received();
     if (m.hops == etc_lb_nodes()) { /* our own, round the ring: nobody had work */
-        state *s = S();
+        state *s = node_state();
         s->outstanding = 0;
         if (!etc_lb_busy())
             etc_lb_backoff_fail(&s->backoff);

@@ -35,7 +35,7 @@ static size_t state_size(void)
     return sizeof(state) + 2 * (size_t)etc_lb_nodes() * sizeof(uint64_t);
 }
 
-static state *S(void)
+static state *node_state(void)
 {
     return etc_lb_state(state_size());
 }
@@ -87,7 +87,7 @@ static int newest(const uint64_t *st)
 
 static void init(void)
 {
-    S();
+    node_state();
 }
 
 static void ask(state *s)
@@ -103,7 +103,7 @@ static void ask(state *s)
 
 static double idle(void)
 {
-    state *s = S();
+    state *s = node_state();
     ask(s);
     return etc_lb_ring_wait(&s->ring);
 }
@@ -112,12 +112,12 @@ static void boundary(void)
 {
     size_t t = etc_lb_tokens();
     if (t == 0) { /* the deque has become empty: ask before running dry */
-        ask(S());
+        ask(node_state());
         return;
     }
     if (t <= THRESHOLD)
         return;
-    state *s = S();
+    state *s = node_state();
     if (s->idle_count == 0)
         return;
     int dest = newest(idle_stamp(s));
@@ -130,7 +130,7 @@ static void boundary(void)
 
 static void token(int src, const etc_token_msg *h, etc_tok tok)
 {
-    state *s = S();
+    state *s = node_state();
     saw_rich(s, src);
     if (h->reply)
         etc_lb_ring_answered(&s->ring);
@@ -140,7 +140,7 @@ static void token(int src, const etc_token_msg *h, etc_tok tok)
 static void message(int src, int type, const void *body, size_t len)
 {
     int origin = etc_lb_ring_request_origin(src, type, body, len);
-    state *s = S();
+    state *s = node_state();
     if (origin == etc_lb_node()) { /* back home: nobody on the way had work */
         rich_stamp(s)[s->asked] = 0;
         etc_lb_ring_came_home(&s->ring);

@@ -16,7 +16,7 @@ typedef struct {
     int exported;
 } state;
 
-static state *S(void)
+static state *node_state(void)
 {
     return etc_lb_state(sizeof(state));
 }
@@ -24,12 +24,12 @@ static state *S(void)
 static void init(void)
 {
     /* the last node never passes one on: the chain ends there */
-    S()->exported = etc_lb_node() == etc_lb_nodes() - 1;
+    node_state()->exported = etc_lb_node() == etc_lb_nodes() - 1;
 }
 
 static void boundary(void)
 {
-    state *s = S();
+    state *s = node_state();
     if (s->exported || !etc_lb_surplus())
         return;
     etc_tok t;

@@ -81,7 +81,7 @@ typedef struct {
     int32_t node_slot[]; /* [0, N): each node's slot in db (-1: none); [N, 2N): scratch */
 } state;
 
-static state *S(void)
+static state *node_state(void)
 {
     return etc_lb_state(sizeof(state) + 2 * (size_t)etc_lb_nodes() * sizeof(int32_t));
 }
@@ -203,7 +203,7 @@ static int sender_dest(state *s)
 
 void etc_lb_rand_core_init(const etc_lb_rand_policy *policy)
 {
-    state *s = S();
+    state *s = node_state();
     s->p = policy;
     s->d = probes_for(etc_lb_nodes());
     s->threshold = threshold_for(etc_lb_nodes());
@@ -213,7 +213,7 @@ void etc_lb_rand_core_init(const etc_lb_rand_policy *policy)
 
 double etc_lb_rand_core_idle(void)
 {
-    state *s = S();
+    state *s = node_state();
     if (!s->p->receiver)
         return -1.0;
     receiver_mode(s);
@@ -224,7 +224,7 @@ double etc_lb_rand_core_idle(void)
 
 void etc_lb_rand_core_boundary(void)
 {
-    state *s = S();
+    state *s = node_state();
     if (!s->p->sender || etc_lb_tokens() != (size_t)s->threshold)
         return;
     etc_tok t;
@@ -234,7 +234,7 @@ void etc_lb_rand_core_boundary(void)
 
 void etc_lb_rand_core_token(int src, const etc_token_msg *h, etc_tok tok)
 {
-    state *s = S();
+    state *s = node_state();
     db_put(s, src, h->load);
     if (h->reply) {
         if (s->phase != REQUESTED)
@@ -257,7 +257,7 @@ void etc_lb_rand_core_token(int src, const etc_token_msg *h, etc_tok tok)
 
 void etc_lb_rand_core_message(int src, int type, const void *body, size_t len)
 {
-    state *s = S();
+    state *s = node_state();
     load_msg m;
     switch (type) {
     case PROBE:

@@ -40,7 +40,7 @@ typedef struct {
     unsigned char idle[]; /* per node: in the range list */
 } state;
 
-static state *S(void)
+static state *node_state(void)
 {
     return etc_lb_state(sizeof(state) + (size_t)etc_lb_nodes());
 }
@@ -73,19 +73,19 @@ static int range_end(state *s, int far)
 
 void etc_lb_range_core_init(const etc_lb_range_policy *policy)
 {
-    S()->policy = policy;
+    node_state()->policy = policy;
 }
 
 double etc_lb_range_core_idle(void)
 {
-    return etc_lb_ring_idle(&S()->ring, etc_lb_pred());
+    return etc_lb_ring_idle(&node_state()->ring, etc_lb_pred());
 }
 
 void etc_lb_range_core_boundary(void)
 {
     if (etc_lb_tokens() <= THRESHOLD)
         return;
-    state *s = S();
+    state *s = node_state();
     int dest = range_end(s, s->policy->far_end);
     etc_tok t;
     if (dest >= 0 && etc_lb_take_oldest(&t)) {
@@ -96,7 +96,7 @@ void etc_lb_range_core_boundary(void)
 
 void etc_lb_range_core_token(int src, const etc_token_msg *h, etc_tok tok)
 {
-    state *s = S();
+    state *s = node_state();
     set_idle(s, src, 0); /* it had a token to spare */
     if (h->reply) {
         etc_lb_ring_answered(&s->ring);
@@ -124,7 +124,7 @@ void etc_lb_range_core_token(int src, const etc_token_msg *h, etc_tok tok)
 
 void etc_lb_range_core_message(int src, int type, const void *body, size_t len)
 {
-    state *s = S();
+    state *s = node_state();
     if (type == NOT_IDLE && len == 0) {
         set_idle(s, src, 0);
         return;

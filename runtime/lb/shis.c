@@ -15,25 +15,25 @@ typedef struct {
     int last_rich; /* the node whose token came last, -1: none */
 } state;
 
-static state *S(void)
+static state *node_state(void)
 {
     return etc_lb_state(sizeof(state));
 }
 
 static void init(void)
 {
-    S()->last_rich = -1;
+    node_state()->last_rich = -1;
 }
 
 static double idle(void)
 {
-    state *s = S();
+    state *s = node_state();
     return etc_lb_ring_idle(&s->ring, s->last_rich >= 0 ? s->last_rich : etc_lb_pred());
 }
 
 static void token(int src, const etc_token_msg *h, etc_tok tok)
 {
-    state *s = S();
+    state *s = node_state();
     if (h->reply) {
         etc_lb_ring_answered(&s->ring);
         s->last_rich = h->origin >= 0 && h->origin < etc_lb_nodes() && h->origin != etc_lb_node()
@@ -46,7 +46,7 @@ static void token(int src, const etc_token_msg *h, etc_tok tok)
 static void message(int src, int type, const void *body, size_t len)
 {
     int origin = etc_lb_ring_request_origin(src, type, body, len);
-    state *s = S();
+    state *s = node_state();
     if (origin == etc_lb_node()) { /* back home: nobody on the way had work */
         s->last_rich = -1;
         etc_lb_ring_came_home(&s->ring);

@@ -22,20 +22,20 @@ typedef struct {
     int next; /* the next node in this node's round-robin order */
 } state;
 
-static state *S(void)
+static state *node_state(void)
 {
     return etc_lb_state(sizeof(state));
 }
 
 static void init(void)
 {
-    S()->next = etc_lb_succ();
+    node_state()->next = etc_lb_succ();
 }
 
 /* The next node in round-robin order, never this one. */
 static int next_dest(void)
 {
-    state *s = S();
+    state *s = node_state();
     int n = etc_lb_nodes(), d = s->next;
     if (d == etc_lb_node())
         d = (d + 1) % n;

@@ -12,21 +12,21 @@ typedef struct {
     etc_lb_ring ring;
 } state;
 
-static state *S(void)
+static state *node_state(void)
 {
     return etc_lb_state(sizeof(state));
 }
 
 static double idle(void)
 {
-    return etc_lb_ring_idle(&S()->ring, etc_lb_pred());
+    return etc_lb_ring_idle(&node_state()->ring, etc_lb_pred());
 }
 
 static void token(int src, const etc_token_msg *h, etc_tok tok)
 {
     (void)src;
     if (h->reply)
-        etc_lb_ring_answered(&S()->ring);
+        etc_lb_ring_answered(&node_state()->ring);
     etc_lb_keep(tok);
 }
 
@@ -34,7 +34,7 @@ static void message(int src, int type, const void *body, size_t len)
 {
     int origin = etc_lb_ring_request_origin(src, type, body, len);
     if (origin == etc_lb_node()) /* around the ring: nobody had work */
-        etc_lb_ring_came_home(&S()->ring);
+        etc_lb_ring_came_home(&node_state()->ring);
     else
         etc_lb_ring_serve(origin);
 }

@@ -99,6 +99,7 @@ typedef struct {
     size_t n;
 } piece;
 
+/* This node's side of the layer. */
 static struct {
     int me, n;
     size_t rbytes;     /* bytes of one ring */
@@ -119,7 +120,7 @@ static struct {
     reasm *asm_;
     int polling;
     int direct; /* 1: process_vm_* works, 0: unknown, -1: not allowed */
-} S;
+} smp;
 
 static size_t round8(size_t n)
 {
@@ -128,12 +129,12 @@ static size_t round8(size_t n)
 
 static ring_ctl *ring(int src, int dest)
 {
-    return &S.rings[(size_t)src * (size_t)S.n + (size_t)dest];
+    return &smp.rings[(size_t)src * (size_t)smp.n + (size_t)dest];
 }
 
 static unsigned char *ring_data(int src, int dest)
 {
-    return S.data + ((size_t)src * (size_t)S.n + (size_t)dest) * S.rbytes;
+    return smp.data + ((size_t)src * (size_t)smp.n + (size_t)dest) * smp.rbytes;
 }
 
 static long futex(_Atomic uint32_t *addr, int op, uint32_t val, const struct timespec *ts)
@@ -147,7 +148,7 @@ static long futex(_Atomic uint32_t *addr, int op, uint32_t val, const struct tim
  * changes. */
 static void rekey(void)
 {
-    etc_net_key = S.ovf_pending ? UINT64_MAX : *S.watch_seen;
+    etc_net_key = smp.ovf_pending ? UINT64_MAX : *smp.watch_seen;
 }
 
 /* ---------------------------------------------------------------- sending */
@@ -167,7 +168,7 @@ static void wake(int dest)
     /* Pairs with the fence in etc_net_wait: either the sleeper sees our record
      * or we see it sleeping. */
     atomic_thread_fence(memory_order_seq_cst);
-    node_ctl *c = &S.ctl[dest];
+    node_ctl *c = &smp.ctl[dest];
     if (atomic_load_explicit(&c->sleeping, memory_order_relaxed)) {
         atomic_fetch_add_explicit(&c->futex, 1, memory_order_relaxed);
         futex(&c->futex, FUTEX_WAKE, 1, NULL);
@@ -177,17 +178,17 @@ static void wake(int dest)
 static int ring_write(int dest, int type, int flags, const piece *pc, int npc, size_t len)
 {
     size_t total = sizeof(rec_hdr) + round8(len);
-    uint64_t head = S.out_head[dest];
-    size_t pos = (size_t)(head % S.rbytes);
-    size_t to_end = S.rbytes - pos;
+    uint64_t head = smp.out_head[dest];
+    size_t pos = (size_t)(head % smp.rbytes);
+    size_t to_end = smp.rbytes - pos;
     size_t need = total + (to_end < total ? to_end : 0);
-    ring_ctl *r = ring(S.me, dest);
-    if (need > S.rbytes - (head - S.out_tail[dest])) {
-        S.out_tail[dest] = atomic_load_explicit(&r->tail, memory_order_acquire);
-        if (need > S.rbytes - (head - S.out_tail[dest]))
+    ring_ctl *r = ring(smp.me, dest);
+    if (need > smp.rbytes - (head - smp.out_tail[dest])) {
+        smp.out_tail[dest] = atomic_load_explicit(&r->tail, memory_order_acquire);
+        if (need > smp.rbytes - (head - smp.out_tail[dest]))
             return 0;
     }
-    unsigned char *base = ring_data(S.me, dest);
+    unsigned char *base = ring_data(smp.me, dest);
     if (to_end < total) {
         rec_hdr pad = {0, REC_PAD, 0};
         memcpy(base + pos, &pad, sizeof pad);
@@ -198,14 +199,14 @@ static int ring_write(int dest, int type, int flags, const piece *pc, int npc, s
     memcpy(base + pos, &h, sizeof h);
     put_pieces(base + pos + sizeof h, pc, npc);
     head += total;
-    S.out_head[dest] = head;
+    smp.out_head[dest] = head;
     atomic_store_explicit(&r->head, head, memory_order_release);
     /* With more than one sender, one word for the receiver to watch; an RMW,
      * so that reading any value of it synchronizes with every write before (a
      * release sequence), and the receiver then sees their records. (With two
      * nodes the head is that word: it costs the sender nothing more.) */
-    if (S.n > 2)
-        atomic_fetch_add_explicit(&S.ctl[dest].bell, 1, memory_order_release);
+    if (smp.n > 2)
+        atomic_fetch_add_explicit(&smp.ctl[dest].bell, 1, memory_order_release);
     return 1;
 }
 
@@ -226,55 +227,55 @@ static void ovf_append(int dest, int type, int flags, const piece *pc, int npc, 
     o->flags = flags;
     o->len = len;
     put_pieces(o->body, pc, npc);
-    if (S.ovf_tail[dest])
-        S.ovf_tail[dest]->next = o;
+    if (smp.ovf_tail[dest])
+        smp.ovf_tail[dest]->next = o;
     else
-        S.ovf_head[dest] = o;
-    S.ovf_tail[dest] = o;
-    S.ovf_pending = 1;
+        smp.ovf_head[dest] = o;
+    smp.ovf_tail[dest] = o;
+    smp.ovf_pending = 1;
     rekey();
 }
 
 /* Moves queued overflow into the rings; returns 1 if some is still queued. */
 static int ovf_flush(void)
 {
-    if (!S.ovf_pending)
+    if (!smp.ovf_pending)
         return 0;
     int left = 0;
-    for (int d = 0; d < S.n; d++) {
+    for (int d = 0; d < smp.n; d++) {
         int wrote = 0;
-        if (S.ovf_head[d] && atomic_load_explicit(&S.ctl[d].finished, memory_order_relaxed)) {
+        if (smp.ovf_head[d] && atomic_load_explicit(&smp.ctl[d].finished, memory_order_relaxed)) {
             /* it has ended: only balancer chatter can still be queued for it */
-            while (S.ovf_head[d]) {
-                ovf *o = S.ovf_head[d];
-                S.ovf_head[d] = o->next;
+            while (smp.ovf_head[d]) {
+                ovf *o = smp.ovf_head[d];
+                smp.ovf_head[d] = o->next;
                 etc_smp_private_free(o);
             }
-            S.ovf_tail[d] = NULL;
+            smp.ovf_tail[d] = NULL;
         }
-        while (S.ovf_head[d]) {
-            ovf *o = S.ovf_head[d];
+        while (smp.ovf_head[d]) {
+            ovf *o = smp.ovf_head[d];
             piece p = {o->body, o->len};
             if (!ring_write(d, o->type, o->flags, &p, 1, o->len))
                 break;
             wrote = 1;
-            S.ovf_head[d] = o->next;
-            if (!S.ovf_head[d])
-                S.ovf_tail[d] = NULL;
+            smp.ovf_head[d] = o->next;
+            if (!smp.ovf_head[d])
+                smp.ovf_tail[d] = NULL;
             etc_smp_private_free(o);
         }
         if (wrote)
             wake(d);
-        left |= S.ovf_head[d] != NULL;
+        left |= smp.ovf_head[d] != NULL;
     }
-    S.ovf_pending = left;
+    smp.ovf_pending = left;
     rekey();
     return left;
 }
 
 static void send_record(int dest, int type, int flags, const piece *pc, int npc, size_t len)
 {
-    if (S.ovf_head[dest] && ovf_flush() && S.ovf_head[dest]) {
+    if (smp.ovf_head[dest] && ovf_flush() && smp.ovf_head[dest]) {
         ovf_append(dest, type, flags, pc, npc, len); /* keep the order */
         return;
     }
@@ -287,7 +288,7 @@ static void send_record(int dest, int type, int flags, const piece *pc, int npc,
 void etc_net_send(int dest, int type, const void *a, size_t alen, const void *b, size_t blen)
 {
     size_t len = alen + blen;
-    if (len <= S.max_record) {
+    if (len <= smp.max_record) {
         piece pc[2] = {{a, alen}, {b, blen}};
         send_record(dest, type, 0, pc, 2, len);
         return;
@@ -299,7 +300,7 @@ void etc_net_send(int dest, int type, const void *a, size_t alen, const void *b,
     while (off < len) {
         piece pc[3];
         int np = 0;
-        size_t room = S.max_record - (first ? sizeof whole : 0);
+        size_t room = smp.max_record - (first ? sizeof whole : 0);
         size_t k = len - off < room ? len - off : room;
         size_t body = k;
         if (first) {
@@ -329,13 +330,13 @@ void etc_net_flush(void)
 
 _Atomic uint64_t *etc_net_boundary_word(void)
 {
-    return S.watch;
+    return smp.watch;
 }
 
 /* Whether a record was written to us since the last poll. */
 static int anything_waiting(void)
 {
-    return atomic_load_explicit(S.watch, memory_order_acquire) != *S.watch_seen;
+    return atomic_load_explicit(smp.watch, memory_order_acquire) != *smp.watch_seen;
 }
 
 /* At a thread boundary: one load of the watched word; the full poll only when
@@ -344,7 +345,7 @@ static int anything_waiting(void)
  * if it fails. */
 void etc_net_boundary(void)
 {
-    if (S.ovf_pending)
+    if (smp.ovf_pending)
         ovf_flush();
     if (anything_waiting())
         etc_net_poll();
@@ -352,7 +353,7 @@ void etc_net_boundary(void)
 
 size_t etc_net_max_message(void)
 {
-    return S.max_record;
+    return smp.max_record;
 }
 
 /* ---------------------------------------------------------------- receiving */
@@ -363,7 +364,7 @@ static void receive(int src, const rec_hdr *h, const unsigned char *body)
         etc_deliver(src, h->type, body, h->len);
         return;
     }
-    reasm *r = &S.asm_[src];
+    reasm *r = &smp.asm_[src];
     if (h->flags & FRAG_FIRST) {
         uint64_t whole;
         memcpy(&whole, body, sizeof whole);
@@ -389,51 +390,51 @@ static void receive(int src, const rec_hdr *h, const unsigned char *body)
 
 int etc_net_poll(void)
 {
-    if (S.polling)
+    if (smp.polling)
         return 0;
-    S.polling = 1;
+    smp.polling = 1;
     int count = 0;
     ovf_flush();
     /* More than two nodes: every record is in its ring before it rings the bell
      * (ring_write), so a bell unchanged since the last poll means nothing new,
      * and a bell read here makes every record it counts visible to the scan.
      * Two nodes: no bell; the one ring is always looked at. */
-    uint64_t bell = S.n > 2 ? atomic_load_explicit(S.watch, memory_order_acquire) : 0;
-    int scan = S.n == 2 || bell != S.bell_seen;
-    for (int i = 1; scan && i < S.n; i++) {
-        int src = (S.me + i) % S.n;
-        ring_ctl *r = ring(src, S.me);
+    uint64_t bell = smp.n > 2 ? atomic_load_explicit(smp.watch, memory_order_acquire) : 0;
+    int scan = smp.n == 2 || bell != smp.bell_seen;
+    for (int i = 1; scan && i < smp.n; i++) {
+        int src = (smp.me + i) % smp.n;
+        ring_ctl *r = ring(src, smp.me);
         uint64_t h = atomic_load_explicit(&r->head, memory_order_acquire);
-        uint64_t t = S.in_tail[src];
+        uint64_t t = smp.in_tail[src];
         if (t == h)
             continue;
-        const unsigned char *base = ring_data(src, S.me);
+        const unsigned char *base = ring_data(src, smp.me);
         while (t != h) {
-            size_t pos = (size_t)(t % S.rbytes);
+            size_t pos = (size_t)(t % smp.rbytes);
             rec_hdr hd;
             memcpy(&hd, base + pos, sizeof hd);
             if (hd.type == REC_PAD) {
-                t += S.rbytes - pos;
+                t += smp.rbytes - pos;
                 continue;
             }
             receive(src, &hd, base + pos + sizeof hd);
             t += sizeof hd + round8(hd.len);
             count++;
         }
-        S.in_tail[src] = t;
+        smp.in_tail[src] = t;
         atomic_store_explicit(&r->tail, t, memory_order_release);
     }
-    if (S.n > 2)
-        S.bell_seen = bell;
+    if (smp.n > 2)
+        smp.bell_seen = bell;
     rekey();
-    S.polling = 0;
+    smp.polling = 0;
     return count;
 }
 
 void etc_net_wait(double seconds)
 {
-    node_ctl *c = &S.ctl[S.me];
-    if (S.ovf_pending && (seconds < 0 || seconds > 100e-6))
+    node_ctl *c = &smp.ctl[smp.me];
+    if (smp.ovf_pending && (seconds < 0 || seconds > 100e-6))
         seconds = 100e-6; /* our own queued output needs the receiver to drain */
     uint32_t v = atomic_load_explicit(&c->futex, memory_order_relaxed);
     atomic_store_explicit(&c->sleeping, 1, memory_order_relaxed);
@@ -454,7 +455,7 @@ void etc_net_wait(double seconds)
 
 static int direct(int node, void *local, const void *remote, size_t n, int write)
 {
-    if (S.direct < 0)
+    if (smp.direct < 0)
         return -1;
     char *there = etc_smp_share_find(node, remote, n);
     if (there) {
@@ -464,7 +465,7 @@ static int direct(int node, void *local, const void *remote, size_t n, int write
             memcpy(local, there, n);
         return 0;
     }
-    pid_t pid = atomic_load(&S.ctl[node].pid);
+    pid_t pid = atomic_load(&smp.ctl[node].pid);
     if (pid <= 0)
         return -1; /* not started yet (the supervisor is still forking): messages */
     size_t done = 0;
@@ -481,7 +482,7 @@ static int direct(int node, void *local, const void *remote, size_t n, int write
                           write ? "writing" : "reading", n - done, (void *)((char *)remote + done),
                           node);
             if (done == 0 && (errno == EPERM || errno == ENOSYS)) {
-                S.direct = -1; /* not allowed here (containers, Yama): messages from now on */
+                smp.direct = -1; /* not allowed here (containers, Yama): messages from now on */
                 return -1;
             }
             if (done == 0)
@@ -492,7 +493,7 @@ static int direct(int node, void *local, const void *remote, size_t n, int write
             etc_fatal("BLKMOV with node %d made no progress", node);
         done += (size_t)k;
     }
-    S.direct = 1;
+    smp.direct = 1;
     return 0;
 }
 
@@ -559,7 +560,7 @@ static void emit(int fd, const char *p, size_t n)
         write_all(fd, p, n);
     } else {
         char tag[24];
-        int t = snprintf(tag, sizeof tag, "[%d] ", S.me);
+        int t = snprintf(tag, sizeof tag, "[%d] ", smp.me);
         while (n) {
             const char *nl = memchr(p, '\n', n);
             size_t k = nl ? (size_t)(nl - p) + 1 : n;
@@ -617,7 +618,7 @@ static void setup_output(void)
         out_lines[i].fd = i + 1;
         f[i] = fopencookie(&out_lines[i], "w", io);
         if (!f[i])
-            etc_die("cannot set up the output of node %d", S.me);
+            etc_die("cannot set up the output of node %d", smp.me);
         setvbuf(f[i], NULL, _IOLBF, 1 << 16);
     }
     stdout = f[0];
@@ -637,15 +638,15 @@ void etc_net_finish(void)
         nanosleep(&ts, NULL);
     }
     drain_output();
-    atomic_store(&S.ctl[S.me].finished, 1);
+    atomic_store(&smp.ctl[smp.me].finished, 1);
     exit(0);
 }
 
 void etc_net_abort(void)
 {
     drain_output();
-    if (S.ctl)
-        atomic_store(&S.ctl[S.me].reported, 1);
+    if (smp.ctl)
+        atomic_store(&smp.ctl[smp.me].reported, 1);
     _exit(1);
 }
 
@@ -658,15 +659,15 @@ void etc_net_abort(void)
  * block, leaving the CPUs to the forks, and the last one up wakes them all. */
 static void start_barrier(void)
 {
-    _Atomic uint32_t *w = &S.hdr->started;
-    int block = S.n > sysconf(_SC_NPROCESSORS_ONLN);
+    _Atomic uint32_t *w = &smp.hdr->started;
+    int block = smp.n > sysconf(_SC_NPROCESSORS_ONLN);
     uint32_t now = atomic_fetch_add(w, 1) + 1;
-    if (now == (uint32_t)S.n) {
+    if (now == (uint32_t)smp.n) {
         if (block)
             futex(w, FUTEX_WAKE, INT_MAX, NULL);
         return;
     }
-    while ((now = atomic_load(w)) < (uint32_t)S.n) {
+    while ((now = atomic_load(w)) < (uint32_t)smp.n) {
         if (block)
             futex(w, FUTEX_WAIT, now, NULL);
         else
@@ -707,7 +708,7 @@ static void kill_all(const pid_t *pids, int n)
 /* Waits for the nodes; the first failure or an interrupt ends them all. */
 static void __attribute__((noreturn)) supervise(pid_t *pids, const sigset_t *sigs)
 {
-    int n = S.n, alive = n, failed = 0, interrupted = 0;
+    int n = smp.n, alive = n, failed = 0, interrupted = 0;
     while (alive > 0) {
         siginfo_t si;
         int sig = sigwaitinfo(sigs, &si);
@@ -731,12 +732,12 @@ static void __attribute__((noreturn)) supervise(pid_t *pids, const sigset_t *sig
             pids[k] = -1;
             alive--;
             int ok = WIFEXITED(status) && WEXITSTATUS(status) == 0 &&
-                     atomic_load(&S.ctl[k].finished);
+                     atomic_load(&smp.ctl[k].finished);
             if (ok || interrupted || failed)
                 continue;
             failed = 1;
             kill_all(pids, n);
-            if (!atomic_load(&S.ctl[k].reported)) {
+            if (!atomic_load(&smp.ctl[k].reported)) {
                 char msg[512];
                 describe_exit(k, status, msg, sizeof msg);
                 lock_output();
@@ -761,14 +762,14 @@ void etc_net_start(int want, int *node_id, int *num_nodes)
     int n = want ? want : (int)(cpus > 0 ? cpus : 1);
     if (n > SMP_MAX_NODES)
         etc_die("the smp target runs at most %d nodes, not %d", SMP_MAX_NODES, n);
-    S.n = n;
+    smp.n = n;
     /* rings of 256 KiB, smaller for many nodes so the region stays modest */
     size_t pairs = (size_t)n * (size_t)n;
     size_t rb = 256 * 1024;
     while (rb > 16 * 1024 && rb * pairs > ((size_t)1 << 30))
         rb /= 2;
-    S.rbytes = rb;
-    S.max_record = rb / 4 - sizeof(rec_hdr);
+    smp.rbytes = rb;
+    smp.max_record = rb / 4 - sizeof(rec_hdr);
     size_t ctl_bytes = (sizeof(run_hdr) + (size_t)n * sizeof(node_ctl) + 4095) & ~(size_t)4095;
     size_t ring_ctl_bytes = (pairs * sizeof(ring_ctl) + 4095) & ~(size_t)4095;
     size_t total = ctl_bytes + ring_ctl_bytes + pairs * rb;
@@ -777,11 +778,11 @@ void etc_net_start(int want, int *node_id, int *num_nodes)
     if (mem == MAP_FAILED)
         etc_die("cannot map %zu MiB of shared memory for %d nodes: %s", total >> 20, n,
                 strerror(errno));
-    S.hdr = (run_hdr *)mem;
-    out_lock = &S.hdr->out_lock;
-    S.ctl = (node_ctl *)(mem + sizeof(run_hdr));
-    S.rings = (ring_ctl *)(mem + ctl_bytes);
-    S.data = mem + ctl_bytes + ring_ctl_bytes;
+    smp.hdr = (run_hdr *)mem;
+    out_lock = &smp.hdr->out_lock;
+    smp.ctl = (node_ctl *)(mem + sizeof(run_hdr));
+    smp.rings = (ring_ctl *)(mem + ctl_bytes);
+    smp.data = mem + ctl_bytes + ring_ctl_bytes;
     pthread_mutexattr_t ma;
     pthread_mutexattr_init(&ma);
     pthread_mutexattr_setpshared(&ma, PTHREAD_PROCESS_SHARED);
@@ -793,9 +794,9 @@ void etc_net_start(int want, int *node_id, int *num_nodes)
      * ETC_SMP_SHARED=0: nothing shared, block moves by process_vm_* */
     const char *direct_env = getenv("ETC_SMP_DIRECT");
     if (direct_env && strcmp(direct_env, "0") == 0)
-        S.direct = -1;
+        smp.direct = -1;
     const char *shared_env = getenv("ETC_SMP_SHARED");
-    int share = S.direct >= 0 && !(shared_env && strcmp(shared_env, "0") == 0);
+    int share = smp.direct >= 0 && !(shared_env && strcmp(shared_env, "0") == 0);
     /* valgrind tracks only glibc's malloc: under it, keep the heap glibc's */
     const char *preload = getenv("LD_PRELOAD");
     if (preload && strstr(preload, "vgpreload"))
@@ -839,23 +840,23 @@ void etc_net_start(int want, int *node_id, int *num_nodes)
                 }
             }
             free(pids);
-            S.me = k;
-            atomic_store(&S.ctl[k].pid, (int32_t)getpid());
-            S.out_head = calloc((size_t)n, sizeof *S.out_head);
-            S.out_tail = calloc((size_t)n, sizeof *S.out_tail);
-            S.in_tail = calloc((size_t)n, sizeof *S.in_tail);
-            S.ovf_head = calloc((size_t)n, sizeof *S.ovf_head);
-            S.ovf_tail = calloc((size_t)n, sizeof *S.ovf_tail);
-            S.asm_ = calloc((size_t)n, sizeof *S.asm_);
-            if (!S.out_head || !S.out_tail || !S.in_tail || !S.ovf_head || !S.ovf_tail ||
-                !S.asm_)
+            smp.me = k;
+            atomic_store(&smp.ctl[k].pid, (int32_t)getpid());
+            smp.out_head = calloc((size_t)n, sizeof *smp.out_head);
+            smp.out_tail = calloc((size_t)n, sizeof *smp.out_tail);
+            smp.in_tail = calloc((size_t)n, sizeof *smp.in_tail);
+            smp.ovf_head = calloc((size_t)n, sizeof *smp.ovf_head);
+            smp.ovf_tail = calloc((size_t)n, sizeof *smp.ovf_tail);
+            smp.asm_ = calloc((size_t)n, sizeof *smp.asm_);
+            if (!smp.out_head || !smp.out_tail || !smp.in_tail || !smp.ovf_head || !smp.ovf_tail ||
+                !smp.asm_)
                 etc_die("out of memory");
             if (n == 2) {
-                S.watch = &ring(1 - k, k)->head;
-                S.watch_seen = &S.in_tail[1 - k];
+                smp.watch = &ring(1 - k, k)->head;
+                smp.watch_seen = &smp.in_tail[1 - k];
             } else {
-                S.watch = &S.ctl[k].bell;
-                S.watch_seen = &S.bell_seen;
+                smp.watch = &smp.ctl[k].bell;
+                smp.watch_seen = &smp.bell_seen;
             }
             rekey();
             setup_output();
@@ -865,7 +866,7 @@ void etc_net_start(int want, int *node_id, int *num_nodes)
             return;
         }
         pids[k] = pid;
-        atomic_store(&S.ctl[k].pid, (int32_t)pid); /* before the node itself does */
+        atomic_store(&smp.ctl[k].pid, (int32_t)pid); /* before the node itself does */
     }
     supervise(pids, &sigs);
 }

@@ -66,6 +66,7 @@ typedef struct fblk { /* a free block, in the list of its bin */
     struct fblk *next, *back;
 } fblk;
 
+/* This process's heap: its slice, bins and quick lists. */
 static struct {
     _Atomic int lock;
     int active;     /* 1: new blocks come from the slice, freed pages go back to the kernel */
@@ -80,7 +81,7 @@ static struct {
     int quick_len[QUICK_MAX / 16 + 1];
     int quick_total;    int fork_locked;
     size_t (*libc_usable)(void *);
-} H;
+} heap;
 
 /* Returns whether it took the lock (not while single-threaded: nobody to
  * exclude, and a thread can only be started by the one running now). */
@@ -88,8 +89,8 @@ static int lock(void)
 {
     if (__libc_single_threaded)
         return 0;
-    while (atomic_exchange_explicit(&H.lock, 1, memory_order_acquire))
-        while (atomic_load_explicit(&H.lock, memory_order_relaxed))
+    while (atomic_exchange_explicit(&heap.lock, 1, memory_order_acquire))
+        while (atomic_load_explicit(&heap.lock, memory_order_relaxed))
             ;
     return 1;
 }
@@ -97,12 +98,12 @@ static int lock(void)
 static void unlock(int held)
 {
     if (held)
-        atomic_store_explicit(&H.lock, 0, memory_order_release);
+        atomic_store_explicit(&heap.lock, 0, memory_order_release);
 }
 
 static int mine(const void *p)
 {
-    return H.lo && (const char *)p >= H.lo && (const char *)p < H.hi;
+    return heap.lo && (const char *)p >= heap.lo && (const char *)p < heap.hi;
 }
 
 static size_t bsize(const hdr *h)
@@ -113,7 +114,7 @@ static size_t bsize(const hdr *h)
 static hdr *next_of(hdr *h)
 {
     char *n = (char *)h + bsize(h);
-    return n < H.top ? (hdr *)n : NULL;
+    return n < heap.top ? (hdr *)n : NULL;
 }
 
 static hdr *prev_of(hdr *h)
@@ -128,7 +129,7 @@ static void tell_next(hdr *h)
     if (n)
         n->prev = bsize(h);
     else
-        H.last = bsize(h);
+        heap.last = bsize(h);
 }
 
 /* The bin of a block size (a multiple of 16): exact sizes up to 1 KiB, then
@@ -145,7 +146,7 @@ static void punch(char *from, char *to)
 {
     char *a = (char *)(((uintptr_t)from + PAGE - 1) & ~(uintptr_t)(PAGE - 1));
     char *b = (char *)((uintptr_t)to & ~(uintptr_t)(PAGE - 1));
-    if (H.active && b > a) /* not in a forked child: its copy is private memory */
+    if (heap.active && b > a) /* not in a forked child: its copy is private memory */
         madvise(a, (size_t)(b - a), MADV_REMOVE);
 }
 
@@ -155,29 +156,29 @@ static void unlink_free(fblk *f)
     if (f->back)
         f->back->next = f->next;
     else
-        H.bin[b] = f->next;
+        heap.bin[b] = f->next;
     if (f->next)
         f->next->back = f->back;
-    if (!H.bin[b])
-        H.nonempty[b / 64] &= ~((uint64_t)1 << (b % 64));
+    if (!heap.bin[b])
+        heap.nonempty[b / 64] &= ~((uint64_t)1 << (b % 64));
 }
 
 static void insert_free(fblk *f)
 {
     int b = bin_of(bsize(&f->h));
     f->back = NULL;
-    f->next = H.bin[b];
+    f->next = heap.bin[b];
     if (f->next)
         f->next->back = f;
-    H.bin[b] = f;
-    H.nonempty[b / 64] |= (uint64_t)1 << (b % 64);
+    heap.bin[b] = f;
+    heap.nonempty[b / 64] |= (uint64_t)1 << (b % 64);
 }
 
 /* The first nonempty bin from b on, or -1. */
 static int bin_from(int b)
 {
     for (int w = b / 64; w < NBINS / 64; w++) {
-        uint64_t m = H.nonempty[w];
+        uint64_t m = heap.nonempty[w];
         if (w == b / 64)
             m &= ~(uint64_t)0 << (b % 64);
         if (m)
@@ -216,14 +217,14 @@ static void release(hdr *h)
     }
     h->size = s;
     char *body = (char *)h + sizeof(fblk); /* a free block keeps its header and links */
-    if ((char *)h + s == H.top) { /* give it back to the top */
-        char *old = H.top;
-        H.top = (char *)h;
-        H.last = h->prev;
-        if (H.active && (size_t)(old - H.top) >= TRIM_MIN) {
+    if ((char *)h + s == heap.top) { /* give it back to the top */
+        char *old = heap.top;
+        heap.top = (char *)h;
+        heap.last = h->prev;
+        if (heap.active && (size_t)(old - heap.top) >= TRIM_MIN) {
             /* on to where memory is known zero */
-            punch(body, page_up(old > H.clean ? old : H.clean));
-            H.clean = page_up(body);
+            punch(body, page_up(old > heap.clean ? old : heap.clean));
+            heap.clean = page_up(body);
         }
         return;
     }
@@ -252,29 +253,29 @@ static void trim(hdr *h, size_t s)
  * made dumpable again as the top rises, 1 MiB at a time. */
 static void raise_top(char *top)
 {
-    H.top = top;
-    if (H.clean < top)
-        H.clean = top;
-    if (top > H.dump_to) {
+    heap.top = top;
+    if (heap.clean < top)
+        heap.clean = top;
+    if (top > heap.dump_to) {
         uintptr_t step = (uintptr_t)1 << 20;
         char *to = (char *)(((uintptr_t)top + step - 1) & ~(step - 1));
-        if (to > H.hi)
-            to = H.hi;
-        madvise(H.dump_to, (size_t)(to - H.dump_to), MADV_DODUMP);
-        H.dump_to = to;
+        if (to > heap.hi)
+            to = heap.hi;
+        madvise(heap.dump_to, (size_t)(to - heap.dump_to), MADV_DODUMP);
+        heap.dump_to = to;
     }
 }
 
 /* A fresh block of size s from the top, or NULL when the slice is full. */
 static hdr *cut(size_t s)
 {
-    if ((size_t)(H.hi - H.top) < s)
+    if ((size_t)(heap.hi - heap.top) < s)
         return NULL;
-    hdr *h = (hdr *)H.top;
-    h->prev = H.last;
+    hdr *h = (hdr *)heap.top;
+    h->prev = heap.last;
     h->size = s | USED;
-    H.last = s;
-    raise_top(H.top + s);
+    heap.last = s;
+    raise_top(heap.top + s);
     return h;
 }
 
@@ -284,7 +285,7 @@ static hdr *find_free(size_t s)
 {
     int b = bin_of(s);
     if (s > 1024) {
-        for (fblk *f = H.bin[b]; f; f = f->next)
+        for (fblk *f = heap.bin[b]; f; f = f->next)
             if (bsize(&f->h) >= s) {
                 unlink_free(f);
                 return &f->h;
@@ -294,7 +295,7 @@ static hdr *find_free(size_t s)
     b = b < NBINS ? bin_from(b) : -1;
     if (b < 0)
         return NULL;
-    fblk *f = H.bin[b];
+    fblk *f = heap.bin[b];
     unlink_free(f);
     return &f->h;
 }
@@ -302,36 +303,36 @@ static hdr *find_free(size_t s)
 static void flush_quick(void)
 {
     for (size_t c = 0; c <= QUICK_MAX / 16; c++) {
-        while (H.quick[c]) {
-            void *p = H.quick[c];
-            memcpy(&H.quick[c], p, sizeof p);
+        while (heap.quick[c]) {
+            void *p = heap.quick[c];
+            memcpy(&heap.quick[c], p, sizeof p);
             release((hdr *)((char *)p - HDR));
         }
-        H.quick_len[c] = 0;
+        heap.quick_len[c] = 0;
     }
-    H.quick_total = 0;
+    heap.quick_total = 0;
 }
 
 /* A block for n bytes from the slice, or NULL (the caller falls back to glibc).
  * *fresh: the block came from untouched memory (zero). */
 static void *slice_alloc(size_t n, int *fresh)
 {
-    if (n > (size_t)(H.hi - H.lo))
+    if (n > (size_t)(heap.hi - heap.lo))
         return NULL;
     size_t s = (n + HDR + 15) & ~(size_t)15;
     if (s < MIN_BLOCK)
         s = MIN_BLOCK;
-    if (s <= QUICK_MAX && H.quick[s / 16]) {
-        void *p = H.quick[s / 16];
-        memcpy(&H.quick[s / 16], p, sizeof p);
-        H.quick_len[s / 16]--;
-        H.quick_total--;
+    if (s <= QUICK_MAX && heap.quick[s / 16]) {
+        void *p = heap.quick[s / 16];
+        memcpy(&heap.quick[s / 16], p, sizeof p);
+        heap.quick_len[s / 16]--;
+        heap.quick_total--;
         *fresh = 0;
         return p;
     }
-    char *clean = H.clean;
+    char *clean = heap.clean;
     hdr *h = find_free(s);
-    if (!h && H.quick_total) {
+    if (!h && heap.quick_total) {
         /* Blocks held in quick lists are not merged: before the slice grows,
          * merge them (as glibc consolidates its fastbins) and look again. */
         flush_quick();
@@ -363,12 +364,12 @@ static void slice_free(void *p)
 {
     hdr *h = block_of(p);
     size_t s = bsize(h);
-    if (s <= QUICK_MAX && H.quick_len[s / 16] < QUICK_CAP) {
+    if (s <= QUICK_MAX && heap.quick_len[s / 16] < QUICK_CAP) {
         void *payload = (char *)h + HDR;
-        memcpy(payload, &H.quick[s / 16], sizeof payload);
-        H.quick[s / 16] = payload;
-        H.quick_len[s / 16]++;
-        H.quick_total++;
+        memcpy(payload, &heap.quick[s / 16], sizeof payload);
+        heap.quick[s / 16] = payload;
+        heap.quick_len[s / 16]++;
+        heap.quick_total++;
         return;
     }
     release(h);
@@ -385,7 +386,7 @@ static size_t slice_usable(void *p)
 
 void *malloc(size_t n)
 {
-    if (H.active) {
+    if (heap.active) {
         int fresh;
         int held = lock();
         void *p = slice_alloc(n, &fresh);
@@ -411,7 +412,7 @@ void free(void *p)
 
 void *calloc(size_t count, size_t size)
 {
-    if (H.active) {
+    if (heap.active) {
         size_t n;
         if (__builtin_mul_overflow(count, size, &n)) {
             errno = ENOMEM;
@@ -436,19 +437,19 @@ void *calloc(size_t count, size_t size)
 static size_t resize_in_place(void *p, size_t n)
 {
     hdr *h = (hdr *)((char *)p - HDR);
-    if ((h->size & ALIGNED) || n > (size_t)(H.hi - H.lo))
+    if ((h->size & ALIGNED) || n > (size_t)(heap.hi - heap.lo))
         return slice_usable(p);
     size_t s = (n + HDR + 15) & ~(size_t)15;
     if (s < MIN_BLOCK)
         s = MIN_BLOCK;
-    if (s > bsize(h) && H.active) {
+    if (s > bsize(h) && heap.active) {
         hdr *nx = next_of(h);
         if (nx && !(nx->size & USED) && bsize(h) + bsize(nx) >= s) {
             unlink_free((fblk *)nx);
             h->size = (bsize(h) + bsize(nx)) | USED;
             tell_next(h);
-        } else if (!nx && (size_t)(H.hi - (char *)h) >= s) {
-            H.last = s;
+        } else if (!nx && (size_t)(heap.hi - (char *)h) >= s) {
+            heap.last = s;
             h->size = s | USED;
             raise_top((char *)h + s);
         }
@@ -489,7 +490,7 @@ void *memalign(size_t align, size_t n)
         errno = EINVAL;
         return NULL;
     }
-    if (H.active && n <= (size_t)(H.hi - H.lo) && align <= (size_t)(H.hi - H.lo)) {
+    if (heap.active && n <= (size_t)(heap.hi - heap.lo) && align <= (size_t)(heap.hi - heap.lo)) {
         int fresh;
         int held = lock();
         char *p = slice_alloc(n + align, &fresh);
@@ -543,9 +544,9 @@ size_t malloc_usable_size(void *p)
         unlock(held);
         return n;
     }
-    if (!H.libc_usable)
-        H.libc_usable = (size_t (*)(void *))dlsym(RTLD_NEXT, "malloc_usable_size");
-    return H.libc_usable ? H.libc_usable(p) : 0;
+    if (!heap.libc_usable)
+        heap.libc_usable = (size_t (*)(void *))dlsym(RTLD_NEXT, "malloc_usable_size");
+    return heap.libc_usable ? heap.libc_usable(p) : 0;
 }
 
 void *etc_smp_private_alloc(size_t n)
@@ -562,14 +563,14 @@ void etc_smp_private_free(void *p)
 
 void etc_smp_heap_fork_prepare(void)
 {
-    if (H.lo)
-        H.fork_locked = lock();
+    if (heap.lo)
+        heap.fork_locked = lock();
 }
 
 void etc_smp_heap_fork_parent(void)
 {
-    if (H.lo)
-        unlock(H.fork_locked);
+    if (heap.lo)
+        unlock(heap.fork_locked);
 }
 
 void etc_smp_heap_attach(void *lo, size_t len)
@@ -578,24 +579,24 @@ void etc_smp_heap_attach(void *lo, size_t len)
         return;
     if (len > ((size_t)1 << 40))
         len = (size_t)1 << 40; /* the bins reach up to 2^41 bytes */
-    H.libc_usable = (size_t (*)(void *))dlsym(RTLD_NEXT, "malloc_usable_size");
-    H.lo = H.top = H.clean = H.dump_to = lo;
-    H.hi = (char *)lo + len;
-    H.last = 0;
-    H.active = 1;
+    heap.libc_usable = (size_t (*)(void *))dlsym(RTLD_NEXT, "malloc_usable_size");
+    heap.lo = heap.top = heap.clean = heap.dump_to = lo;
+    heap.hi = (char *)lo + len;
+    heap.last = 0;
+    heap.active = 1;
 }
 
 void etc_smp_heap_detach_child(void)
 {
-    if (!H.lo)
+    if (!heap.lo)
         return;
     /* The slice is the parent node's memory: keep what is ours as a private
      * copy, allocate new blocks from glibc. */
-    size_t used = ((size_t)(H.top - H.lo) + PAGE - 1) & ~(PAGE - 1);
-    if (used && etc_smp_privatize(H.lo, used) != 0)
+    size_t used = ((size_t)(heap.top - heap.lo) + PAGE - 1) & ~(PAGE - 1);
+    if (used && etc_smp_privatize(heap.lo, used) != 0)
         abort(); /* cannot go on without corrupting the parent node */
-    H.active = 0;
-    unlock(H.fork_locked); /* taken by etc_smp_heap_fork_prepare() before the fork */
+    heap.active = 0;
+    unlock(heap.fork_locked); /* taken by etc_smp_heap_fork_prepare() before the fork */
 }
 
 #else /* sanitizer builds: nothing is shared, glibc's malloc serves all */

@@ -43,6 +43,7 @@ typedef struct {
     size_t len;
 } seg;
 
+/* The shared memory of the run, as this process maps it. */
 static struct {
     int n;
     int nseg;
@@ -51,7 +52,7 @@ static struct {
     _Atomic int *ready;            /* n flags: node k's windows hold its data */
     char *heap;                    /* n slices */
     size_t slice;
-} W;
+} shared;
 
 static uintptr_t page_up(uintptr_t a)
 {
@@ -114,7 +115,7 @@ static int find_segments(struct dl_phdr_info *info, size_t size, void *arg)
         if (ph->p_type == PT_GNU_RELRO)
             relro_end = page_up(info->dlpi_addr + ph->p_vaddr + ph->p_memsz);
     }
-    for (int i = 0; i < info->dlpi_phnum && W.nseg < MAX_SEGS; i++) {
+    for (int i = 0; i < info->dlpi_phnum && shared.nseg < MAX_SEGS; i++) {
         const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
         if (ph->p_type != PT_LOAD || !(ph->p_flags & PF_W))
             continue;
@@ -124,7 +125,7 @@ static int find_segments(struct dl_phdr_info *info, size_t size, void *arg)
             lo = relro_end;
         lo = page_up(lo);
         if (hi > lo)
-            W.segs[W.nseg++] = (seg){(char *)lo, hi - lo};
+            shared.segs[shared.nseg++] = (seg){(char *)lo, hi - lo};
     }
     return 1; /* the first object is the executable: stop */
 }
@@ -140,15 +141,15 @@ void etc_smp_share_reserve(int n, int enabled)
 {
     if (!ETC_SMP_SHARE_BUILD || !enabled || n < 2 || n > MAX_WINDOWS)
         return;
-    W.ready = map_shared(page_up((size_t)n * sizeof *W.ready));
-    if (!W.ready)
+    shared.ready = map_shared(page_up((size_t)n * sizeof *shared.ready));
+    if (!shared.ready)
         return;
-    W.n = n;
+    shared.n = n;
     dl_iterate_phdr(find_segments, NULL);
-    for (int s = 0; s < W.nseg; s++)
+    for (int s = 0; s < shared.nseg; s++)
         for (int k = 0; k < n; k++)
-            if (!(W.window[k][s] = map_shared(W.segs[s].len)))
-                W.nseg = 0; /* no windows at all; the heap may still be had */
+            if (!(shared.window[k][s] = map_shared(shared.segs[s].len)))
+                shared.nseg = 0; /* no windows at all; the heap may still be had */
     /* Address space only (NORESERVE, untouched pages cost nothing); halve
      * until the kernel agrees, or do without. */
     size_t slice = SPACE_MAX / (size_t)n;
@@ -156,64 +157,64 @@ void etc_smp_share_reserve(int n, int enabled)
         slice = SLICE_MAX;
     slice &= ~(size_t)(PAGE - 1);
     for (; slice >= SLICE_MIN; slice /= 2)
-        if ((W.heap = map_shared(slice * (size_t)n)))
+        if ((shared.heap = map_shared(slice * (size_t)n)))
             break;
-    W.slice = W.heap ? slice : 0;
+    shared.slice = shared.heap ? slice : 0;
     /* Out of core dumps: other nodes' memory is not this node's, and a dump
      * would write every untouched page as zeros. What a node uses of its own
      * is made dumpable again (attach, smp_heap.c). */
-    if (W.heap)
-        madvise(W.heap, W.slice * (size_t)n, MADV_DONTDUMP);
-    for (int s = 0; s < W.nseg; s++)
+    if (shared.heap)
+        madvise(shared.heap, shared.slice * (size_t)n, MADV_DONTDUMP);
+    for (int s = 0; s < shared.nseg; s++)
         for (int k = 0; k < n; k++)
-            madvise(W.window[k][s], W.segs[s].len, MADV_DONTDUMP);
+            madvise(shared.window[k][s], shared.segs[s].len, MADV_DONTDUMP);
 }
 
 static void fork_child(void)
 {
     /* Static data first: until it is private, every write here (the heap's
      * own state included) would land in the parent node. */
-    for (int s = 0; s < W.nseg; s++)
-        if (etc_smp_privatize(W.segs[s].lo, W.segs[s].len) != 0)
+    for (int s = 0; s < shared.nseg; s++)
+        if (etc_smp_privatize(shared.segs[s].lo, shared.segs[s].len) != 0)
             abort();
     etc_smp_heap_detach_child();
 }
 
 void etc_smp_share_attach(int me)
 {
-    if (!W.n)
+    if (!shared.n)
         return;
-    int ok = W.nseg > 0;
-    for (int s = 0; s < W.nseg; s++) {
-        if (move_over(W.window[me][s], W.segs[s].lo, W.segs[s].len) != 0) {
+    int ok = shared.nseg > 0;
+    for (int s = 0; s < shared.nseg; s++) {
+        if (move_over(shared.window[me][s], shared.segs[s].lo, shared.segs[s].len) != 0) {
             ok = 0; /* as before: this node's globals stay private */
             break;
         }
-        madvise(W.segs[s].lo, W.segs[s].len, MADV_DODUMP); /* its own globals */
+        madvise(shared.segs[s].lo, shared.segs[s].len, MADV_DODUMP); /* its own globals */
     }
-    if (W.heap)
-        etc_smp_heap_attach(W.heap + (size_t)me * W.slice, W.slice);
+    if (shared.heap)
+        etc_smp_heap_attach(shared.heap + (size_t)me * shared.slice, shared.slice);
     pthread_atfork(etc_smp_heap_fork_prepare, etc_smp_heap_fork_parent, fork_child);
     if (ok)
-        atomic_store_explicit(&W.ready[me], 1, memory_order_release);
+        atomic_store_explicit(&shared.ready[me], 1, memory_order_release);
 }
 
 void *etc_smp_share_find(int node, const void *addr, size_t n)
 {
     uintptr_t a = (uintptr_t)addr;
-    if (!W.n || node < 0 || node >= W.n || a + n < a)
+    if (!shared.n || node < 0 || node >= shared.n || a + n < a)
         return NULL;
-    if (W.heap) {
-        uintptr_t lo = (uintptr_t)W.heap + (size_t)node * W.slice;
-        if (a >= lo && a + n <= lo + W.slice)
+    if (shared.heap) {
+        uintptr_t lo = (uintptr_t)shared.heap + (size_t)node * shared.slice;
+        if (a >= lo && a + n <= lo + shared.slice)
             return (void *)addr;
     }
-    for (int s = 0; s < W.nseg; s++) {
-        uintptr_t lo = (uintptr_t)W.segs[s].lo;
-        if (a >= lo && a + n <= lo + W.segs[s].len) {
-            if (!atomic_load_explicit(&W.ready[node], memory_order_acquire))
+    for (int s = 0; s < shared.nseg; s++) {
+        uintptr_t lo = (uintptr_t)shared.segs[s].lo;
+        if (a >= lo && a + n <= lo + shared.segs[s].len) {
+            if (!atomic_load_explicit(&shared.ready[node], memory_order_acquire))
                 return NULL;
-            return W.window[node][s] + (a - lo);
+            return shared.window[node][s] + (a - lo);
         }
     }
     return NULL;

@@ -92,6 +92,7 @@ typedef struct {
     char addr[80];
 } stranger;
 
+/* This node's side of the layer. */
 static struct {
     int me, n;
     peer *peers;
@@ -108,7 +109,7 @@ static struct {
     /* adaptive polling at thread boundaries */
     unsigned tick, budget;
     uint64_t last, interval;
-} T;
+} tcp;
 
 /* ---------------------------------------------------------------- small helpers */
 
@@ -200,8 +201,8 @@ static void ctl_send(const char *fmt, ...)
     va_start(ap, fmt);
     int k = vsnprintf(line, sizeof line, fmt, ap);
     va_end(ap);
-    if (T.ctl >= 0 && k > 0)
-        write_exact(T.ctl, line, (size_t)k < sizeof line ? (size_t)k : sizeof line - 1);
+    if (tcp.ctl >= 0 && k > 0)
+        write_exact(tcp.ctl, line, (size_t)k < sizeof line ? (size_t)k : sizeof line - 1);
 }
 
 /* Reads one line from the launcher (start-up; blocking). */
@@ -210,7 +211,7 @@ static int ctl_line(char *out, size_t cap)
     size_t k = 0;
     for (;;) {
         char c;
-        ssize_t r = read(T.ctl, &c, 1);
+        ssize_t r = read(tcp.ctl, &c, 1);
         if (r < 0 && errno == EINTR)
             continue;
         if (r <= 0)
@@ -235,8 +236,8 @@ static void __attribute__((noreturn)) quit_quietly(int status)
 /* A peer vanished: the launcher reports it and stops the run. */
 static void lost(int k)
 {
-    if (T.finishing) {
-        T.peers[k].closed = 1;
+    if (tcp.finishing) {
+        tcp.peers[k].closed = 1;
         return;
     }
     ctl_send("LOST %d\n", k);
@@ -246,25 +247,25 @@ static void lost(int k)
 /* This node's handshake, and whether one received carries the run's secret. */
 static handshake own_handshake(void)
 {
-    handshake h = {HS_MAGIC, WIRE_VERSION, (uint16_t)T.me, {0}};
-    memcpy(h.secret, T.secret, SECRET_BYTES);
+    handshake h = {HS_MAGIC, WIRE_VERSION, (uint16_t)tcp.me, {0}};
+    memcpy(h.secret, tcp.secret, SECRET_BYTES);
     return h;
 }
 
 static int has_secret(const handshake *h)
 {
-    return h->magic == HS_MAGIC && memcmp(h->secret, T.secret, SECRET_BYTES) == 0;
+    return h->magic == HS_MAGIC && memcmp(h->secret, tcp.secret, SECRET_BYTES) == 0;
 }
 
 static void log_closed(const char *from, const char *why)
 {
-    fprintf(stderr, "etc: warning: node %d: closed a connection from %s: %s\n", T.me, from, why);
+    fprintf(stderr, "etc: warning: node %d: closed a connection from %s: %s\n", tcp.me, from, why);
     fflush(stderr);
 }
 
 static void bad_frame(int k, const char *why)
 {
-    etc_fatal("bad frame from node %d (%s): %s", k, T.peers[k].addr, why);
+    etc_fatal("bad frame from node %d (%s): %s", k, tcp.peers[k].addr, why);
 }
 
 /* ---------------------------------------------------------------- buffers */
@@ -300,7 +301,7 @@ static void buf_put(buffer *b, const void *p, size_t n)
 /* Writes what the socket takes now; returns -1 if the peer is gone. */
 static int flush_peer(int k)
 {
-    peer *p = &T.peers[k];
+    peer *p = &tcp.peers[k];
     while (p->out.off < p->out.len) {
         ssize_t w = send(p->fd, p->out.buf + p->out.off, p->out.len - p->out.off,
                          MSG_NOSIGNAL | MSG_DONTWAIT);
@@ -321,26 +322,26 @@ static int flush_peer(int k)
 static void flush_all(void)
 {
     int left = 0;
-    for (int k = 0; k < T.n; k++) {
-        if (k == T.me || T.peers[k].fd < 0)
+    for (int k = 0; k < tcp.n; k++) {
+        if (k == tcp.me || tcp.peers[k].fd < 0)
             continue;
         if (flush_peer(k) < 0) {
-            if (T.peers[k].bye || T.finishing) {
-                T.peers[k].out.off = T.peers[k].out.len = 0;
+            if (tcp.peers[k].bye || tcp.finishing) {
+                tcp.peers[k].out.off = tcp.peers[k].out.len = 0;
                 continue;
             }
             lost(k);
         }
-        left |= T.peers[k].out.off < T.peers[k].out.len;
+        left |= tcp.peers[k].out.off < tcp.peers[k].out.len;
     }
-    T.out_pending = left;
+    tcp.out_pending = left;
 }
 
 /* ---------------------------------------------------------------- sending */
 
 void etc_net_send(int dest, int type, const void *a, size_t alen, const void *b, size_t blen)
 {
-    peer *p = &T.peers[dest];
+    peer *p = &tcp.peers[dest];
     if (p->bye || p->closed)
         return; /* it finished: only balancer chatter can still be addressed to it */
     size_t len = alen + blen;
@@ -352,14 +353,14 @@ void etc_net_send(int dest, int type, const void *a, size_t alen, const void *b,
     buf_put(&p->out, &h, sizeof h);
     buf_put(&p->out, a, alen);
     buf_put(&p->out, b, blen);
-    T.out_pending = 1;
+    tcp.out_pending = 1;
     if (p->out.len - p->out.off >= FLUSH_AT && flush_peer(dest) < 0)
         lost(dest);
 }
 
 void etc_net_flush(void)
 {
-    if (T.out_pending)
+    if (tcp.out_pending)
         flush_all();
 }
 
@@ -391,7 +392,7 @@ int etc_net_write_remote(int node, void *remote_dst, const void *local_src, size
 /* Parses and delivers every complete frame in a peer's input. */
 static int deliver_frames(int k)
 {
-    peer *p = &T.peers[k];
+    peer *p = &tcp.peers[k];
     int count = 0;
     while (p->in.len - p->in.off >= sizeof(frame_hdr)) {
         frame_hdr h;
@@ -409,7 +410,7 @@ static int deliver_frames(int k)
             break;
         const unsigned char *body = p->in.buf + p->in.off + sizeof h;
         p->in.off += sizeof h + h.len;
-        if (!T.finishing)
+        if (!tcp.finishing)
             etc_deliver(k, h.type, body, h.len);
         count++;
     }
@@ -420,7 +421,7 @@ static int deliver_frames(int k)
 
 static int read_peer(int k)
 {
-    peer *p = &T.peers[k];
+    peer *p = &tcp.peers[k];
     int count = 0;
     for (;;) {
         buf_reserve(&p->in, 65536);
@@ -453,9 +454,9 @@ static int read_peer(int k)
 
 static void stranger_close(int i, const char *why)
 {
-    log_closed(T.strangers[i].addr, why);
-    close(T.strangers[i].fd);
-    T.strangers[i] = T.strangers[--T.nstrangers];
+    log_closed(tcp.strangers[i].addr, why);
+    close(tcp.strangers[i].fd);
+    tcp.strangers[i] = tcp.strangers[--tcp.nstrangers];
 }
 
 /* After start-up every node is connected: any new connection is a stranger,
@@ -465,12 +466,12 @@ static void accept_strangers(void)
     for (;;) {
         struct sockaddr_storage sa;
         socklen_t sl = sizeof sa;
-        int fd = accept(T.listener, (struct sockaddr *)&sa, &sl);
+        int fd = accept(tcp.listener, (struct sockaddr *)&sa, &sl);
         if (fd < 0)
             return;
         set_nonblocking(fd);
-        T.strangers = etc_xrealloc(T.strangers, (size_t)(T.nstrangers + 1) * sizeof *T.strangers);
-        stranger *s = &T.strangers[T.nstrangers++];
+        tcp.strangers = etc_xrealloc(tcp.strangers, (size_t)(tcp.nstrangers + 1) * sizeof *tcp.strangers);
+        stranger *s = &tcp.strangers[tcp.nstrangers++];
         s->fd = fd;
         s->have = 0;
         s->deadline = etc_time() + STRANGER_SECONDS;
@@ -480,8 +481,8 @@ static void accept_strangers(void)
 
 static void read_strangers(void)
 {
-    for (int i = 0; i < T.nstrangers;) {
-        stranger *s = &T.strangers[i];
+    for (int i = 0; i < tcp.nstrangers;) {
+        stranger *s = &tcp.strangers[i];
         ssize_t r = recv(s->fd, s->buf + s->have, sizeof s->buf - s->have, MSG_DONTWAIT);
         if (r > 0)
             s->have += (size_t)r;
@@ -514,10 +515,10 @@ static void *watch_launcher(void *arg)
     size_t k = 0;
     for (;;) {
         char c;
-        ssize_t r = read(T.ctl, &c, 1);
+        ssize_t r = read(tcp.ctl, &c, 1);
         if (r < 0 && errno == EINTR)
             continue;
-        if (r <= 0 && T.finishing)
+        if (r <= 0 && tcp.finishing)
             return NULL; /* the launcher closed after our FINISHED: fine */
         if (r <= 0)
             _exit(1); /* the launcher is gone: nobody is left to report to */
@@ -528,7 +529,7 @@ static void *watch_launcher(void *arg)
         }
         line[k] = 0;
         k = 0;
-        if (strcmp(line, "KILL") == 0 && !T.finishing)
+        if (strcmp(line, "KILL") == 0 && !tcp.finishing)
             _exit(1); /* the launcher has reported why */
     }
 }
@@ -536,55 +537,55 @@ static void *watch_launcher(void *arg)
 /* Builds the poll set: peers, the launcher, the listener, strangers. */
 static int poll_set(void)
 {
-    if (T.pfds_cap < T.n + 1 + T.nstrangers) {
-        T.pfds_cap = T.n + 1 + T.nstrangers;
-        T.pfds = etc_xrealloc(T.pfds, (size_t)T.pfds_cap * sizeof *T.pfds);
+    if (tcp.pfds_cap < tcp.n + 1 + tcp.nstrangers) {
+        tcp.pfds_cap = tcp.n + 1 + tcp.nstrangers;
+        tcp.pfds = etc_xrealloc(tcp.pfds, (size_t)tcp.pfds_cap * sizeof *tcp.pfds);
     }
     int m = 0;
-    for (int k = 0; k < T.n; k++) {
-        if (k == T.me || T.peers[k].fd < 0)
+    for (int k = 0; k < tcp.n; k++) {
+        if (k == tcp.me || tcp.peers[k].fd < 0)
             continue;
         short ev = POLLIN;
-        if (T.peers[k].out.off < T.peers[k].out.len)
+        if (tcp.peers[k].out.off < tcp.peers[k].out.len)
             ev |= POLLOUT;
-        T.pfds[m++] = (struct pollfd){T.peers[k].fd, ev, 0};
+        tcp.pfds[m++] = (struct pollfd){tcp.peers[k].fd, ev, 0};
     }
-    T.pfds[m++] = (struct pollfd){T.listener, POLLIN, 0};
-    for (int i = 0; i < T.nstrangers; i++)
-        T.pfds[m++] = (struct pollfd){T.strangers[i].fd, POLLIN, 0};
+    tcp.pfds[m++] = (struct pollfd){tcp.listener, POLLIN, 0};
+    for (int i = 0; i < tcp.nstrangers; i++)
+        tcp.pfds[m++] = (struct pollfd){tcp.strangers[i].fd, POLLIN, 0};
     return m;
 }
 
 static int poll_now(int timeout_ms)
 {
     int m = poll_set();
-    int r = poll(T.pfds, (nfds_t)m, timeout_ms);
+    int r = poll(tcp.pfds, (nfds_t)m, timeout_ms);
     if (r <= 0)
         return 0;
     int count = 0, j = 0;
-    for (int k = 0; k < T.n; k++) {
-        if (k == T.me || T.peers[k].fd < 0)
+    for (int k = 0; k < tcp.n; k++) {
+        if (k == tcp.me || tcp.peers[k].fd < 0)
             continue;
-        short re = T.pfds[j++].revents;
+        short re = tcp.pfds[j++].revents;
         if (re & (POLLIN | POLLHUP | POLLERR))
             count += read_peer(k);
     }
-    if (T.pfds[j++].revents & POLLIN)
+    if (tcp.pfds[j++].revents & POLLIN)
         accept_strangers();
-    if (T.nstrangers)
+    if (tcp.nstrangers)
         read_strangers();
     return count;
 }
 
 int etc_net_poll(void)
 {
-    if (T.n == 1 || T.polling)
+    if (tcp.n == 1 || tcp.polling)
         return 0;
-    T.polling = 1;
+    tcp.polling = 1;
     flush_all();
     int count = poll_now(0);
     flush_all();
-    T.polling = 0;
+    tcp.polling = 0;
     return count;
 }
 
@@ -594,21 +595,21 @@ int etc_net_poll(void)
  * boundary that has some: that is the coalescing window. */
 void etc_net_boundary(void)
 {
-    if (T.out_pending)
+    if (tcp.out_pending)
         flush_all();
-    if (++T.tick < T.budget)
+    if (++tcp.tick < tcp.budget)
         return;
-    T.tick = 0;
+    tcp.tick = 0;
     uint64_t t = ticks();
-    uint64_t dt = t - T.last;
-    if (dt < T.interval) {
-        if (T.budget < 64)
-            T.budget *= 2;
+    uint64_t dt = t - tcp.last;
+    if (dt < tcp.interval) {
+        if (tcp.budget < 64)
+            tcp.budget *= 2;
         return;
     }
-    if (dt > 4 * T.interval && T.budget > 1)
-        T.budget /= 2;
-    T.last = t;
+    if (dt > 4 * tcp.interval && tcp.budget > 1)
+        tcp.budget /= 2;
+    tcp.last = t;
     etc_net_poll();
 }
 
@@ -619,11 +620,11 @@ _Atomic uint64_t *etc_net_boundary_word(void)
 
 void etc_net_wait(double seconds)
 {
-    if (T.n == 1)
+    if (tcp.n == 1)
         return;
     flush_all();
     int ms = seconds < 0 ? -1 : (int)(seconds * 1000.0 + 0.999);
-    if (T.nstrangers && (ms < 0 || ms > 200))
+    if (tcp.nstrangers && (ms < 0 || ms > 200))
         ms = 200;
     poll_now(ms);
 }
@@ -634,12 +635,12 @@ void etc_net_finish(void)
 {
     fflush(stdout);
     fflush(stderr);
-    T.finishing = 1;
-    if (T.n > 1) {
+    tcp.finishing = 1;
+    if (tcp.n > 1) {
         frame_hdr bye = {0, NET_BYE, 0};
-        for (int k = 0; k < T.n; k++) {
-            peer *p = &T.peers[k];
-            if (k == T.me || p->fd < 0)
+        for (int k = 0; k < tcp.n; k++) {
+            peer *p = &tcp.peers[k];
+            if (k == tcp.me || p->fd < 0)
                 continue;
             buf_reserve(&p->out, sizeof bye);
             buf_put(&p->out, &bye, sizeof bye);
@@ -651,9 +652,9 @@ void etc_net_finish(void)
         for (;;) {
             flush_all();
             int open = 0;
-            for (int k = 0; k < T.n; k++) {
-                peer *p = &T.peers[k];
-                if (k == T.me || p->fd < 0)
+            for (int k = 0; k < tcp.n; k++) {
+                peer *p = &tcp.peers[k];
+                if (k == tcp.me || p->fd < 0)
                     continue;
                 if (p->out.off == p->out.len)
                     shutdown(p->fd, SHUT_WR);
@@ -663,7 +664,7 @@ void etc_net_finish(void)
                 break;
             poll_now(100);
         }
-    } else if (T.ctl >= 0) {
+    } else if (tcp.ctl >= 0) {
         ctl_send("FINISHED\n");
     }
     exit(0);
@@ -711,7 +712,7 @@ static void read_secret(void)
         int hi = hexval(line[2 * i]), lo = hexval(line[2 * i + 1]);
         if (hi < 0 || lo < 0)
             etc_die("tcp node: malformed secret on standard input");
-        T.secret[i] = (unsigned char)(hi * 16 + lo);
+        tcp.secret[i] = (unsigned char)(hi * 16 + lo);
     }
 }
 
@@ -762,7 +763,7 @@ static void die_startup(const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    fprintf(stderr, "etc: error: node %d: %s\n", T.me, msg);
+    fprintf(stderr, "etc: error: node %d: %s\n", tcp.me, msg);
     ctl_send("FATAL\n");
     quit_quietly(1);
 }
@@ -792,23 +793,23 @@ static void hello_peer(int k, int fd)
     handshake h = own_handshake(), r;
     if (write_exact(fd, &h, sizeof h) < 0 || read_exact(fd, &r, sizeof r) < 0)
         die_startup("node %d (%s) closed the connection during the handshake", k,
-                    T.peers[k].addr);
+                    tcp.peers[k].addr);
     if (!has_secret(&r) || r.version != WIRE_VERSION || r.node != k)
-        die_startup("node %d (%s) answered the handshake wrongly", k, T.peers[k].addr);
+        die_startup("node %d (%s) answered the handshake wrongly", k, tcp.peers[k].addr);
 }
 
 /* Accepts the nodes above this one; strangers are closed and logged. */
 static void accept_peers(double deadline)
 {
-    int want = T.n - 1 - T.me;
+    int want = tcp.n - 1 - tcp.me;
     while (want > 0) {
-        struct pollfd pf = {T.listener, POLLIN, 0};
+        struct pollfd pf = {tcp.listener, POLLIN, 0};
         int left = (int)((deadline - etc_time()) * 1000);
         if (left <= 0 || poll(&pf, 1, left) <= 0)
             die_startup("the other nodes did not connect in time");
         struct sockaddr_storage sa;
         socklen_t sl = sizeof sa;
-        int fd = accept(T.listener, (struct sockaddr *)&sa, &sl);
+        int fd = accept(tcp.listener, (struct sockaddr *)&sa, &sl);
         if (fd < 0)
             continue;
         char from[80];
@@ -821,8 +822,8 @@ static void accept_peers(double deadline)
             close(fd);
             continue;
         }
-        if (h.version != WIRE_VERSION || h.node <= T.me || h.node >= T.n ||
-            T.peers[h.node].fd >= 0) {
+        if (h.version != WIRE_VERSION || h.node <= tcp.me || h.node >= tcp.n ||
+            tcp.peers[h.node].fd >= 0) {
             log_closed(from, "wrong version or node in its handshake");
             close(fd);
             continue;
@@ -834,7 +835,7 @@ static void accept_peers(double deadline)
             close(fd);
             continue;
         }
-        T.peers[h.node].fd = fd;
+        tcp.peers[h.node].fd = fd;
         want--;
     }
 }
@@ -844,32 +845,32 @@ static void accept_peers(double deadline)
 static void inject_fault(void)
 {
     const char *f = getenv("ETC_TCP_FAULT");
-    if (!f || strcmp(f, "garbage") != 0 || T.me == 0)
+    if (!f || strcmp(f, "garbage") != 0 || tcp.me == 0)
         return;
     frame_hdr h = {0xFFFFFFF0u, 0x7777, 0};
-    buf_reserve(&T.peers[0].out, sizeof h);
-    buf_put(&T.peers[0].out, &h, sizeof h);
-    T.out_pending = 1;
+    buf_reserve(&tcp.peers[0].out, sizeof h);
+    buf_put(&tcp.peers[0].out, &h, sizeof h);
+    tcp.out_pending = 1;
 }
 
 void etc_net_start(int want, int *node_id, int *num_nodes)
 {
-    T.ctl = -1;
-    T.listener = -1;
+    tcp.ctl = -1;
+    tcp.listener = -1;
     const char *control = getenv("ETC_TCP_CONTROL");
     if (!control || !*control) {
         if (want > 1)
             etc_die("a tcp program runs on %d nodes only through etcrun "
                     "(etcrun -n %d ./program ...)", want, want);
-        T.n = 1;
+        tcp.n = 1;
         *node_id = 0;
         *num_nodes = 1;
         return;
     }
     const char *node = getenv("ETC_TCP_NODE");
-    T.me = node ? atoi(node) : -1;
-    T.n = want;
-    if (T.n < 1 || T.me < 0 || T.me >= T.n)
+    tcp.me = node ? atoi(node) : -1;
+    tcp.n = want;
+    if (tcp.n < 1 || tcp.me < 0 || tcp.me >= tcp.n)
         etc_die("tcp node: bad ETC_TCP_NODE/ETC_NODES from the launcher");
     uint64_t t0 = ticks();
     double c0 = etc_time();
@@ -880,20 +881,20 @@ void etc_net_start(int want, int *node_id, int *num_nodes)
     setvbuf(stdout, NULL, _IOLBF, 0);
 
     char err[256] = "";
-    T.ctl = connect_to(control, err, sizeof err);
-    if (T.ctl < 0)
-        etc_die("node %d cannot reach the launcher: %s", T.me, err);
-    tune(T.ctl);
+    tcp.ctl = connect_to(control, err, sizeof err);
+    if (tcp.ctl < 0)
+        etc_die("node %d cannot reach the launcher: %s", tcp.me, err);
+    tune(tcp.ctl);
     char my_addr[80];
-    T.listener = listen_near(T.ctl, my_addr, sizeof my_addr);
+    tcp.listener = listen_near(tcp.ctl, my_addr, sizeof my_addr);
     char hex[2 * SECRET_BYTES + 1];
     for (int i = 0; i < SECRET_BYTES; i++)
-        snprintf(hex + 2 * i, 3, "%02x", T.secret[i]);
+        snprintf(hex + 2 * i, 3, "%02x", tcp.secret[i]);
     /* two addresses of the executable: every node must run the same binary */
-    ctl_send("HELLO %d %d %s %d %s %lx %lx\n", WIRE_VERSION, T.me, hex, (int)getpid(), my_addr,
+    ctl_send("HELLO %d %d %s %d %s %lx %lx\n", WIRE_VERSION, tcp.me, hex, (int)getpid(), my_addr,
              (unsigned long)(uintptr_t)&etc_rts, (unsigned long)(uintptr_t)&etc_net_start);
 
-    size_t cap = (size_t)T.n * 96 + 64; /* "ip:port " per node */
+    size_t cap = (size_t)tcp.n * 96 + 64; /* "ip:port " per node */
     char *line = etc_xmalloc(cap);
     int got = ctl_line(line, cap);
     if (got == -2)
@@ -904,33 +905,33 @@ void etc_net_start(int want, int *node_id, int *num_nodes)
         quit_quietly(1);
     if (strncmp(line, "TABLE ", 6) != 0)
         die_startup("unexpected answer from the launcher");
-    T.peers = calloc((size_t)T.n, sizeof *T.peers);
-    if (!T.peers)
+    tcp.peers = calloc((size_t)tcp.n, sizeof *tcp.peers);
+    if (!tcp.peers)
         etc_die("out of memory");
     char *save = NULL, *tok = strtok_r(line + 6, " ", &save);
-    for (int k = 0; k < T.n; k++) {
+    for (int k = 0; k < tcp.n; k++) {
         if (!tok)
             die_startup("the launcher's table is short");
-        snprintf(T.peers[k].addr, sizeof T.peers[k].addr, "%s", tok);
-        T.peers[k].fd = -1;
+        snprintf(tcp.peers[k].addr, sizeof tcp.peers[k].addr, "%s", tok);
+        tcp.peers[k].fd = -1;
         tok = strtok_r(NULL, " ", &save);
     }
     double deadline = etc_time() + 60.0;
-    for (int k = 0; k < T.me; k++) {
-        int fd = connect_to(T.peers[k].addr, err, sizeof err);
+    for (int k = 0; k < tcp.me; k++) {
+        int fd = connect_to(tcp.peers[k].addr, err, sizeof err);
         if (fd < 0)
             die_startup("cannot connect to node %d: %s", k, err);
         hello_peer(k, fd);
-        T.peers[k].fd = fd;
+        tcp.peers[k].fd = fd;
     }
     accept_peers(deadline);
-    for (int k = 0; k < T.n; k++) {
-        if (k == T.me)
+    for (int k = 0; k < tcp.n; k++) {
+        if (k == tcp.me)
             continue;
-        tune(T.peers[k].fd);
-        set_nonblocking(T.peers[k].fd);
+        tune(tcp.peers[k].fd);
+        set_nonblocking(tcp.peers[k].fd);
     }
-    set_nonblocking(T.listener);
+    set_nonblocking(tcp.listener);
     ctl_send("READY\n");
     if (ctl_line(line, cap) < 0 || strcmp(line, "GO") != 0)
         quit_quietly(1);
@@ -943,10 +944,10 @@ void etc_net_start(int want, int *node_id, int *num_nodes)
     double c1 = etc_time();
     uint64_t t1 = ticks();
     double per_ns = c1 > c0 ? (double)(t1 - t0) / ((c1 - c0) * 1e9) : 1.0;
-    T.interval = (uint64_t)(POLL_INTERVAL_NS * (per_ns > 0 ? per_ns : 1.0));
-    T.budget = 1;
-    T.last = t1;
+    tcp.interval = (uint64_t)(POLL_INTERVAL_NS * (per_ns > 0 ? per_ns : 1.0));
+    tcp.budget = 1;
+    tcp.last = t1;
     inject_fault();
-    *node_id = T.me;
-    *num_nodes = T.n;
+    *node_id = tcp.me;
+    *num_nodes = tcp.n;
 }
