@@ -13,7 +13,7 @@ GRAMMAR_SOURCES := grammar/src/parser.c grammar/setup.py grammar/pyproject.toml 
                    grammar/queries/highlights.scm \
                    $(wildcard grammar/bindings/python/tree_sitter_threaded_c/*)
 
-.PHONY: all test test-asan demo runtime runtime-san grammar golden fuzz bench lint clean distclean
+.PHONY: all test test-asan demo runtime runtime-san runtime-debug grammar golden fuzz bench lint clean distclean
 
 all: $(STAMP) runtime
 
@@ -40,8 +40,13 @@ runtime:
 runtime-san:
 	@$(MAKE) --no-print-directory -C runtime BUILD=$(BUILD)/runtime-san SAN=1
 
+# The runtime with its internal invariants checked (ETC_ASSERT; etcc picks it
+# when ETC_RUNTIME=debug): the suite runs the stress and conformance tests on it.
+runtime-debug:
+	@$(MAKE) --no-print-directory -C runtime BUILD=$(BUILD)/runtime-debug DEBUG=1
+
 # pytest exits 5 when it collects nothing: that is a failure here, never a pass.
-test: all runtime-san
+test: all runtime-san runtime-debug
 	@$(PY) -m pytest -q; rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "make test: error: pytest collected no tests"; exit 1; fi; \
 	exit $$rc
