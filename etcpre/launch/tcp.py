@@ -37,7 +37,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-WIRE_VERSION = 1
+WIRE_VERSION = 2  # runtime/net/tcp/tcp.c says the same (a test keeps them equal)
 LOCAL_NAMES = {"localhost", "127.0.0.1", "::1", "ip6-localhost"}
 STOP_GRACE = 2.0
 SUSPECT_GRACE = 1.0  # how long a lost node's own exit status may take to say why

@@ -33,3 +33,9 @@ void etc_die(const char *fmt, ...)
     fprintf(stderr, "etc: error: %s\n", msg);
     exit(2);
 }
+
+void etc_assert_fail(const char *file, int line, const char *what)
+{
+    etc_fatal("internal error: %s:%d: '%s' does not hold (a bug in the etc runtime)", file, line,
+              what);
+}

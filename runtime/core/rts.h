@@ -35,8 +35,10 @@ enum etc_msg_type {
     ETC_M_TERM_IDLE,  /* node -> detector: I was busy at the last probe, now idle */
     ETC_M_TERM_EXIT,  /* detector -> node: the run is over */
     ETC_M_PROF,       /* node -> node 0: profile counters at the end */
-    ETC_M_TYPES = ETC_LB_MSG + ETC_LB_MSG_COUNT
+    ETC_M_TYPES = ETC_NET_TYPES
 };
+_Static_assert(ETC_LB_MSG + ETC_LB_MSG_COUNT == ETC_NET_TYPES,
+               "the balancers' message types end the handler table");
 
 /* Termination detection state (term.c). */
 typedef struct etc_term {
@@ -98,34 +100,12 @@ void etc_term_message(int src, int type, const void *body, size_t len);
 void etc_prof_finish(void);
 void etc_prof_message(int src, const void *body, size_t len);
 
-/* fatal.c: `etc: error: node K: ...`, then the whole run ends */
-void etc_fatal(const char *fmt, ...) __attribute__((noreturn, format(printf, 1, 2)));
-void etc_vfatal(const char *fmt, va_list ap) __attribute__((noreturn));
-/* The same from a layer that has no node yet (start-up, supervisor). */
-void etc_die(const char *fmt, ...) __attribute__((noreturn, format(printf, 1, 2)));
+/* fatal.c: etc_fatal, etc_vfatal, etc_die and etc_assert_fail (net/net.h) */
 
 /* alloc.c */
-void etc_alloc_init(void);
-void *etc_xmalloc(size_t n);
-void *etc_xrealloc(void *p, size_t n);
+void etc_alloc_init(void); /* also etc_xmalloc, etc_xrealloc (net/net.h) */
 void etc_tq_push_head(etc_tok t);
 int etc_tq_pop_head(etc_tok *out);
-
-/* etcrun recognises a program, its target and its build by this string. */
-#ifdef ETC_PROF
-#define ETC_MARKER_PROF "1"
-#else
-#define ETC_MARKER_PROF "0"
-#endif
-#ifdef ETC_CHECK
-#define ETC_MARKER_CHECK "1"
-#else
-#define ETC_MARKER_CHECK "0"
-#endif
-#define ETC_PROGRAM_MARKER(target)                                                 \
-    __attribute__((used)) static const char etc_program_marker[] =                  \
-        "@(#)etc-program target=" target " prof=" ETC_MARKER_PROF " check=" ETC_MARKER_CHECK \
-        " abi=1"
 
 static inline int etc_work_here(void)
 {

@@ -1,22 +1,75 @@
-/* net.h: the network layer interface (thesis 2.3.5), the only thing the core
- * knows about the transport. One layer is linked into each program:
- *   seq.c  one node, no messages;
- *   smp.c  N processes on one machine, one shared-memory ring per ordered pair;
- *   tcp.c  N processes on one or several hosts, started by etcrun.
+/* net.h: the network layer interface (thesis 2.3.5), both halves of it: what
+ * a layer provides the core, and the only core services a layer may use.
  *
- * Messages are active messages: a type (the core's handler table index) and a
- * body. Between any two nodes they arrive in the order they were sent, exactly
- * once; a layer never blocks a sender (a full channel spills into a local
- * overflow queue), so handlers may send freely.
+ * A layer moves the core's active messages between the nodes of a run, and
+ * starts and ends those nodes. Each layer is one folder, net/<name>/, named as
+ * `etcc -target` spells it:
+ *   seq/  one node, no messages;
+ *   smp/  N processes on one machine, one shared-memory ring per ordered pair
+ *         (with the shared heap and windows that make block moves one copy);
+ *   tcp/  N processes on one or several hosts, started by etcrun's launcher.
+ * net/common/ holds what message-passing layers share: frames and coalescing
+ * buffers (wire.h), fragmentation and reassembly of big messages (frag.h),
+ * time-gated polling at thread boundaries (gate.h).
+ *
+ * Adding a layer: a folder net/<name>/ whose .c files define every function
+ * below and ETC_NET_LAYER("<name>") once; optionally net/<name>/layer.mk
+ * (LAYER_CC, LAYER_CFLAGS, LAYER_MISSING: see runtime/Makefile), and one row
+ * in etcpre/toolchain.py TARGETS (how etcrun starts it, link flags, node
+ * limits). The runtime Makefile finds the folder; the suite runs every test
+ * that loops over targets on it, the conformance test of this interface
+ * (tests/runtime/conform_net.c) first.
+ *
+ * A layer includes only this header, etc.h and net/common/ headers -- never a
+ * core/ header: the core's private state is not the layer's business. The
+ * rules below are named in docs/protocols.md (N1 ...), which also describes
+ * each layer's own protocol.
  */
 #ifndef ETC_NET_H
 #define ETC_NET_H
 
+#include <stdarg.h>
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
-/* The layer's name, as `etcc -target` spells it. */
+#include "etc.h"
+
+/* ================================================= what a layer provides
+ *
+ * The core calls these on the node's own thread, never concurrently.
+ *
+ * Rules (docs/protocols.md):
+ *   N1 order      between any two nodes, messages are delivered exactly once,
+ *                 in the order they were sent;
+ *   N2 no block   etc_net_send never blocks and never delivers: what does not
+ *                 fit in the channel waits in the layer (so handlers may send
+ *                 freely, and two nodes flooding each other cannot deadlock);
+ *   N3 progress   output a layer holds moves on at every call below except
+ *                 send (in particular at every boundary the core's inline
+ *                 test lets through, see N6), so a node that only runs
+ *                 threads still empties its queues;
+ *   N4 any size   a body of any length arrives whole, in one etc_deliver
+ *                 call (a layer fragments above its frame size);
+ *   N5 delivery   etc_deliver is called only inside etc_net_poll,
+ *                 etc_net_boundary and etc_net_wait (and may be during
+ *                 finish); a handler may call send, flush, read_remote,
+ *                 write_remote and max_message; a nested poll returns 0;
+ *   N6 boundary   see etc_net_boundary_word;
+ *   N7 finish     etc_net_finish pushes out every queued message and output
+ *                 line; what arrives after it started may be delivered or
+ *                 dropped (termination detection guarantees none of it is
+ *                 work);
+ *   N8 abort      etc_net_abort ends every node of the run within seconds,
+ *                 with a non-zero status and nothing left behind (no process,
+ *                 no shared-memory name, no temporary file);
+ *   N9 types      message types are 1 .. ETC_NET_TYPES - 1; a layer's own
+ *                 frames use values the core never sends (>= ETC_NET_TYPES);
+ *   N10 output    every node's output lines reach the run's stdout/stderr
+ *                 whole, never split or mixed with another node's.
+ */
+
+/* The layer's name and the marker etcrun reads from the program (below). */
 extern const char etc_net_name[];
 
 /* Starts this node. On smp the calling process becomes the supervisor that
@@ -25,19 +78,21 @@ extern const char etc_net_name[];
  * layer's default). Sets *node_id and *num_nodes. */
 void etc_net_start(int want, int *node_id, int *num_nodes);
 
-/* Sends a message whose body is a followed by b (either may be empty). */
+/* Sends a message whose body is a followed by b (either may be empty) to
+ * another node (never to this one: the core handles local work itself). */
 void etc_net_send(int dest, int type, const void *a, size_t alen, const void *b, size_t blen);
 
 /* Delivers every message that has arrived, through etc_deliver(); returns how
  * many. Called at thread boundaries, by POLL(), and while idle. */
 int etc_net_poll(void);
 
-/* Called at every thread boundary: a layer polls (smp: a few loads) or, where a
- * poll costs a system call (tcp), flushes coalesced output and polls when enough
- * time has passed. */
+/* Called at a thread boundary when the inline test (etc_net_boundary_word)
+ * fails or the layer has none: a layer polls (smp: a few loads) or, where a
+ * poll costs a system call (tcp), flushes coalesced output and polls when
+ * enough time has passed (net/common/gate.h). */
 void etc_net_boundary(void);
 
-/* What the core may test inline at a thread boundary, before it calls
+/* N6: what the core may test inline at a thread boundary, before it calls
  * etc_net_boundary(): while this word (written by senders) equals
  * etc_net_key, the call would do nothing. The layer keeps the key equal to the
  * word's value at its last poll, and to a value the word never takes while it
@@ -45,11 +100,7 @@ void etc_net_boundary(void);
  * etc_net_start(), for the life of the node. */
 _Atomic uint64_t *etc_net_boundary_word(void);
 
-/* The key of that test: the core's, written by the layer. A global, so the
- * core's loop reaches it without a register. */
-extern uint64_t etc_net_key;
-
-/* Pushes out messages a layer holds back to coalesce them (tcp). */
+/* Pushes out messages a layer holds back to coalesce them. */
 void etc_net_flush(void);
 
 /* Blocks until a message may have arrived, at most `seconds` (< 0: no limit). */
@@ -61,17 +112,72 @@ void etc_net_wait(double seconds);
 int etc_net_read_remote(int node, void *local_dst, const void *remote_src, size_t n);
 int etc_net_write_remote(int node, void *remote_dst, const void *local_src, size_t n);
 
-/* The largest message body the layer sends in one piece; the core splits bulk
- * data into pieces of at most this size (layers also fragment bigger ones). */
+/* The largest body the layer sends in one piece (its frame size less the
+ * header); the core splits bulk data into pieces of at most this size. Bigger
+ * messages still arrive whole (N4), at the cost of reassembly. */
 size_t etc_net_max_message(void);
 
-/* Ends this node after a normal run (all output flushed). */
+/* Ends this node after a normal run (N7). */
 void etc_net_finish(void) __attribute__((noreturn));
 
-/* Ends the whole run after a fatal error already printed on this node. */
+/* Ends the whole run after a fatal error already printed on this node (N8). */
 void etc_net_abort(void) __attribute__((noreturn));
 
-/* Implemented by the core: runs the handler of one message. */
+/* Every layer names itself once with this: its name, and the marker by which
+ * etcrun recognises a program, its target and its build. */
+#ifdef ETC_PROF
+#define ETC_MARKER_PROF "1"
+#else
+#define ETC_MARKER_PROF "0"
+#endif
+#ifdef ETC_CHECK
+#define ETC_MARKER_CHECK "1"
+#else
+#define ETC_MARKER_CHECK "0"
+#endif
+#define ETC_NET_LAYER(name)                                                               \
+    const char etc_net_name[] = name;                                                     \
+    __attribute__((used)) static const char etc_program_marker[] =                        \
+        "@(#)etc-program target=" name " prof=" ETC_MARKER_PROF " check=" ETC_MARKER_CHECK \
+        " abi=1"
+
+/* ================================================= what the core offers layers
+ *
+ * These, etc_time() (etc.h: the clock, in seconds) and etc_rts (etc.h) are
+ * the only core symbols a layer may use; the conformance test links each
+ * layer against a stand-in core that defines nothing else. */
+
+/* Runs the handler of one message (N5). `body` need not be aligned and is the
+ * layer's again when the call returns. */
 void etc_deliver(int src, int type, const void *body, size_t len);
+
+/* Message types are 1 .. ETC_NET_TYPES - 1 (N9): the core's handler table. */
+#define ETC_NET_TYPES 48
+
+/* The key of the inline boundary test (N6): the core's, written by the layer.
+ * A global, so the core's loop reaches it without a register. */
+extern uint64_t etc_net_key;
+
+/* Fatal errors: `etc: error: node K: ...`, then etc_net_abort(). */
+void etc_fatal(const char *fmt, ...) __attribute__((noreturn, format(printf, 1, 2)));
+void etc_vfatal(const char *fmt, va_list ap) __attribute__((noreturn));
+/* The same where there is no node yet (start-up, the smp supervisor):
+ * `etc: error: ...` and exit status 2. */
+void etc_die(const char *fmt, ...) __attribute__((noreturn, format(printf, 1, 2)));
+
+/* Allocation that never returns NULL (out of memory is a fatal error). */
+void *etc_xmalloc(size_t n);
+void *etc_xrealloc(void *p, size_t n);
+
+/* Internal invariants, checked only in the debug build of the runtime
+ * (`make runtime-debug`, ETC_RUNTIME=debug; -DETC_DEBUG) and compiled to
+ * nothing otherwise: a failure is a bug in the runtime, reported as
+ * `etc: error: node K: internal error: FILE:LINE: ...`. */
+#ifdef ETC_DEBUG
+#define ETC_ASSERT(cond) ((cond) ? (void)0 : etc_assert_fail(__FILE__, __LINE__, #cond))
+#else
+#define ETC_ASSERT(cond) ((void)0)
+#endif
+void etc_assert_fail(const char *file, int line, const char *what) __attribute__((noreturn));
 
 #endif

@@ -4,11 +4,9 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#include "core/rts.h"
+#include "net/net.h"
 
-const char etc_net_name[] = "seq";
-
-ETC_PROGRAM_MARKER("seq");
+ETC_NET_LAYER("seq");
 
 void etc_net_start(int want, int *node_id, int *num_nodes)
 {

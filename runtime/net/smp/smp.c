@@ -40,11 +40,11 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "core/rts.h"
+#include "net/common/frag.h"
+#include "net/net.h"
 #include "net/smp/smp_mem.h"
 
-const char etc_net_name[] = "smp";
-ETC_PROGRAM_MARKER("smp");
+ETC_NET_LAYER("smp");
 
 #define SMP_MAX_NODES 1024
 #define LINE 64
@@ -76,10 +76,7 @@ typedef struct {
     uint16_t flags;
 } rec_hdr;
 
-#define REC_PAD 0xFFFF  /* skip to the start of the ring */
-#define FRAG_FIRST 1    /* body starts with the uint64_t length of the whole */
-#define FRAG_PART 2     /* a piece of a fragmented message */
-#define FRAG_LAST 4
+#define REC_PAD 0xFFFF /* skip to the start of the ring; flags are ETC_FRAG_* */
 
 typedef struct ovf {
     struct ovf *next;
@@ -88,16 +85,7 @@ typedef struct ovf {
     unsigned char body[];
 } ovf;
 
-typedef struct {
-    unsigned char *buf;
-    size_t len, have;
-    int type;
-} reasm;
-
-typedef struct {
-    const void *p;
-    size_t n;
-} piece;
+typedef etc_piece piece;
 
 /* This node's side of the layer. */
 static struct {
@@ -117,7 +105,7 @@ static struct {
     uint64_t bell_seen;
     ovf **ovf_head, **ovf_tail;
     int ovf_pending;
-    reasm *asm_;
+    etc_frag_in *frag; /* per source: a big message being reassembled */
     int polling;
     int direct; /* 1: process_vm_* works, 0: unknown, -1: not allowed */
 } smp;
@@ -285,6 +273,13 @@ static void send_record(int dest, int type, int flags, const piece *pc, int npc,
         ovf_append(dest, type, flags, pc, npc, len);
 }
 
+static void send_fragment(void *ctx, int dest, int type, int flags, const piece *pc, int npc,
+                          size_t len)
+{
+    (void)ctx;
+    send_record(dest, type, flags, pc, npc, len);
+}
+
 void etc_net_send(int dest, int type, const void *a, size_t alen, const void *b, size_t blen)
 {
     size_t len = alen + blen;
@@ -293,34 +288,8 @@ void etc_net_send(int dest, int type, const void *a, size_t alen, const void *b,
         send_record(dest, type, 0, pc, 2, len);
         return;
     }
-    /* Fragment: pieces of the concatenation a|b, in order in one ring. */
-    uint64_t whole = len;
-    size_t off = 0;
-    int first = 1;
-    while (off < len) {
-        piece pc[3];
-        int np = 0;
-        size_t room = smp.max_record - (first ? sizeof whole : 0);
-        size_t k = len - off < room ? len - off : room;
-        size_t body = k;
-        if (first) {
-            pc[np++] = (piece){&whole, sizeof whole};
-            body += sizeof whole;
-        }
-        size_t from = off, left = k;
-        if (from < alen) {
-            size_t t = alen - from < left ? alen - from : left;
-            pc[np++] = (piece){(const char *)a + from, t};
-            from += t;
-            left -= t;
-        }
-        if (left)
-            pc[np++] = (piece){(const char *)b + (from - alen), left};
-        off += k;
-        int flags = FRAG_PART | (first ? FRAG_FIRST : 0) | (off == len ? FRAG_LAST : 0);
-        send_record(dest, type, flags, pc, np, body);
-        first = 0;
-    }
+    /* N4: pieces of a|b, in order in one ring (net/common/frag.h) */
+    etc_frag_send(dest, type, a, alen, b, blen, smp.max_record, send_fragment, NULL);
 }
 
 void etc_net_flush(void)
@@ -358,34 +327,17 @@ size_t etc_net_max_message(void)
 
 /* ---------------------------------------------------------------- receiving */
 
+/* Reassembly buffers are memory only this node touches. */
+static const etc_frag_mem frag_mem = {etc_smp_private_alloc, etc_smp_private_free};
+
 static void receive(int src, const rec_hdr *h, const unsigned char *body)
 {
-    if (!(h->flags & FRAG_PART)) {
+    if (!h->flags) {
         etc_deliver(src, h->type, body, h->len);
         return;
     }
-    reasm *r = &smp.asm_[src];
-    if (h->flags & FRAG_FIRST) {
-        uint64_t whole;
-        memcpy(&whole, body, sizeof whole);
-        r->buf = private_alloc(whole);
-        r->len = whole;
-        r->have = 0;
-        r->type = h->type;
-        body += sizeof whole;
-    }
-    size_t k = h->len - ((h->flags & FRAG_FIRST) ? sizeof(uint64_t) : 0);
-    if (!r->buf || r->have + k > r->len)
+    if (etc_frag_receive(&smp.frag[src], &frag_mem, src, h->type, h->flags, body, h->len) < 0)
         etc_fatal("corrupt fragmented message from node %d", src);
-    memcpy(r->buf + r->have, body, k);
-    r->have += k;
-    if (h->flags & FRAG_LAST) {
-        unsigned char *buf = r->buf;
-        size_t len = r->len;
-        r->buf = NULL;
-        etc_deliver(src, r->type, buf, len);
-        etc_smp_private_free(buf);
-    }
 }
 
 int etc_net_poll(void)
@@ -847,9 +799,9 @@ void etc_net_start(int want, int *node_id, int *num_nodes)
             smp.in_tail = calloc((size_t)n, sizeof *smp.in_tail);
             smp.ovf_head = calloc((size_t)n, sizeof *smp.ovf_head);
             smp.ovf_tail = calloc((size_t)n, sizeof *smp.ovf_tail);
-            smp.asm_ = calloc((size_t)n, sizeof *smp.asm_);
+            smp.frag = calloc((size_t)n, sizeof *smp.frag);
             if (!smp.out_head || !smp.out_tail || !smp.in_tail || !smp.ovf_head || !smp.ovf_tail ||
-                !smp.asm_)
+                !smp.frag)
                 etc_die("out of memory");
             if (n == 2) {
                 smp.watch = &ring(1 - k, k)->head;

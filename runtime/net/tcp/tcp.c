@@ -11,13 +11,15 @@
  * Every connection must present the secret in its handshake; one that does not
  * is closed and logged. After READY/GO the program runs.
  *
- * Wire format (version 1): a connection starts with a 40-byte handshake
- * (magic "ETCN", version, node, secret); then frames of [u32 length][u16 type]
- * [u16 flags] and a body. Small messages to one destination are coalesced in
- * a buffer and written at thread boundaries, when idle, or when 64 KiB are
- * waiting; sockets are non-blocking with TCP_NODELAY, so two nodes sending big
- * block moves to each other at once both keep reading: no deadlock. A frame
- * that is oversized, truncated or of an unknown type ends the run with
+ * Wire format (version 2, docs/protocols.md T1-T4): a connection starts with a
+ * 40-byte handshake (magic "ETCN", version, node, secret); then frames of
+ * [u32 length][u16 type][u16 flags] and a body (net/common/wire.h); messages
+ * above 256 KiB travel as fragments (net/common/frag.h). Small messages to one
+ * destination are coalesced in a buffer and written at thread boundaries, when
+ * idle, or when 64 KiB are waiting; sockets are non-blocking with TCP_NODELAY,
+ * so two nodes sending big block moves to each other at once both keep
+ * reading: no deadlock. A frame that is oversized, truncated, of an unknown
+ * type or a fragment out of sequence ends the run with
  * `etc: error: node K: bad frame from node J (address)`.
  *
  * A peer that disappears (EOF or reset without a goodbye frame) makes this node
@@ -39,30 +41,23 @@
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
-#if defined(__x86_64__) || defined(__i386__)
-#include <x86intrin.h>
-#endif
 
-#include "core/rts.h"
+#include "net/common/frag.h"
+#include "net/common/gate.h"
+#include "net/common/wire.h"
+#include "net/net.h"
 
-const char etc_net_name[] = "tcp";
-ETC_PROGRAM_MARKER("tcp");
+ETC_NET_LAYER("tcp");
 
-#define WIRE_VERSION 1
+/* etcpre/launch/tcp.py says the same (tests/e2e/test_tcp.py keeps them equal) */
+#define WIRE_VERSION 2
 #define HS_MAGIC 0x4E435445u /* "ETCN" */
 #define SECRET_BYTES 32
-#define FRAME_MAX (64u << 20)    /* the largest frame a node accepts */
-#define MAX_MESSAGE (256u << 10) /* the largest body the core sends in one piece */
+#define MAX_MESSAGE (256u << 10) /* the largest frame body; bigger messages are fragmented */
 #define FLUSH_AT (64u << 10)     /* write a peer's buffer once this much waits */
-#define NET_BYE 0xFFFFu          /* "I am done": the EOF that follows is no loss */
-#define POLL_INTERVAL_NS 20000   /* at thread boundaries, poll at most this often */
+#define NET_BYE 0xFFFFu          /* T3: "I am done": the EOF that follows is no loss */
+#define POLL_INTERVAL 20e-6      /* F4: at thread boundaries, poll at most this often */
 #define STRANGER_SECONDS 2.0
-
-typedef struct {
-    uint32_t len;
-    uint16_t type;
-    uint16_t flags;
-} frame_hdr;
 
 typedef struct {
     uint32_t magic;
@@ -72,15 +67,11 @@ typedef struct {
 } handshake;
 
 typedef struct {
-    unsigned char *buf;
-    size_t off, len, cap; /* bytes [off, len) are pending */
-} buffer;
-
-typedef struct {
     int fd;
     int bye;    /* it said goodbye: its EOF is expected, sends to it are dropped */
     int closed; /* EOF seen */
-    buffer out, in;
+    etc_wire_buf in;
+    etc_frag_in frag;
     char addr[80];
 } peer;
 
@@ -103,26 +94,13 @@ static struct {
     struct pollfd *pfds;
     int pfds_cap;
     unsigned char secret[SECRET_BYTES];
-    int out_pending;
+    etc_coalesce out; /* per peer: frames not yet written */
     _Atomic int finishing; /* also read by the launcher-watching thread */
     int polling;
-    /* adaptive polling at thread boundaries */
-    unsigned tick, budget;
-    uint64_t last, interval;
+    etc_gate gate;    /* polling at thread boundaries */
 } tcp;
 
 /* ---------------------------------------------------------------- small helpers */
-
-static uint64_t ticks(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-    return __rdtsc();
-#else
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-#endif
-}
 
 static void addr_text(const struct sockaddr_storage *sa, char *out, size_t cap)
 {
@@ -268,73 +246,32 @@ static void bad_frame(int k, const char *why)
     etc_fatal("bad frame from node %d (%s): %s", k, tcp.peers[k].addr, why);
 }
 
-/* ---------------------------------------------------------------- buffers */
+/* ---------------------------------------------------------------- writing */
 
-static void buf_reserve(buffer *b, size_t more)
+/* The coalescing buffers' writer: what the socket takes now. */
+static size_t write_peer(void *ctx, int k, const unsigned char *p, size_t n)
 {
-    if (b->off && b->off == b->len)
-        b->off = b->len = 0;
-    if (b->len + more <= b->cap)
-        return;
-    if (b->off) { /* slide what is pending to the front first */
-        memmove(b->buf, b->buf + b->off, b->len - b->off);
-        b->len -= b->off;
-        b->off = 0;
-        if (b->len + more <= b->cap)
-            return;
-    }
-    size_t cap = b->cap ? b->cap : 65536;
-    while (cap < b->len + more)
-        cap *= 2;
-    b->buf = etc_xrealloc(b->buf, cap);
-    b->cap = cap;
-}
-
-static void buf_put(buffer *b, const void *p, size_t n)
-{
-    if (n) {
-        memcpy(b->buf + b->len, p, n);
-        b->len += n;
-    }
-}
-
-/* Writes what the socket takes now; returns -1 if the peer is gone. */
-static int flush_peer(int k)
-{
-    peer *p = &tcp.peers[k];
-    while (p->out.off < p->out.len) {
-        ssize_t w = send(p->fd, p->out.buf + p->out.off, p->out.len - p->out.off,
-                         MSG_NOSIGNAL | MSG_DONTWAIT);
-        if (w > 0) {
-            p->out.off += (size_t)w;
+    (void)ctx;
+    peer *pr = &tcp.peers[k];
+    if (k == tcp.me || pr->fd < 0)
+        return n; /* closed after its goodbye: nobody to write to */
+    for (;;) {
+        ssize_t w = send(pr->fd, p, n, MSG_NOSIGNAL | MSG_DONTWAIT);
+        if (w >= 0)
+            return (size_t)w;
+        if (errno == EINTR)
             continue;
-        }
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+        if (errno == EAGAIN || errno == EWOULDBLOCK)
             return 0;
-        return -1;
+        if (!pr->bye && !tcp.finishing)
+            lost(k);
+        return n; /* it finished: what it has not read is of no use to it */
     }
-    p->out.off = p->out.len = 0;
-    return 0;
 }
 
 static void flush_all(void)
 {
-    int left = 0;
-    for (int k = 0; k < tcp.n; k++) {
-        if (k == tcp.me || tcp.peers[k].fd < 0)
-            continue;
-        if (flush_peer(k) < 0) {
-            if (tcp.peers[k].bye || tcp.finishing) {
-                tcp.peers[k].out.off = tcp.peers[k].out.len = 0;
-                continue;
-            }
-            lost(k);
-        }
-        left |= tcp.peers[k].out.off < tcp.peers[k].out.len;
-    }
-    tcp.out_pending = left;
+    etc_coalesce_flush_all(&tcp.out);
 }
 
 /* ---------------------------------------------------------------- sending */
@@ -344,24 +281,12 @@ void etc_net_send(int dest, int type, const void *a, size_t alen, const void *b,
     peer *p = &tcp.peers[dest];
     if (p->bye || p->closed)
         return; /* it finished: only balancer chatter can still be addressed to it */
-    size_t len = alen + blen;
-    if (len > FRAME_MAX)
-        etc_fatal("message of %zu bytes to node %d is larger than a frame (%u bytes)", len, dest,
-                  FRAME_MAX);
-    frame_hdr h = {(uint32_t)len, (uint16_t)type, 0};
-    buf_reserve(&p->out, sizeof h + len);
-    buf_put(&p->out, &h, sizeof h);
-    buf_put(&p->out, a, alen);
-    buf_put(&p->out, b, blen);
-    tcp.out_pending = 1;
-    if (p->out.len - p->out.off >= FLUSH_AT && flush_peer(dest) < 0)
-        lost(dest);
+    etc_coalesce_send(&tcp.out, dest, type, a, alen, b, blen);
 }
 
 void etc_net_flush(void)
 {
-    if (tcp.out_pending)
-        flush_all();
+    flush_all();
 }
 
 size_t etc_net_max_message(void)
@@ -393,29 +318,25 @@ int etc_net_write_remote(int node, void *remote_dst, const void *local_src, size
 static int deliver_frames(int k)
 {
     peer *p = &tcp.peers[k];
-    int count = 0;
-    while (p->in.len - p->in.off >= sizeof(frame_hdr)) {
-        frame_hdr h;
-        memcpy(&h, p->in.buf + p->in.off, sizeof h);
+    int count = 0, r;
+    etc_wire_hdr h;
+    const unsigned char *body;
+    while ((r = etc_wire_next(&p->in, MAX_MESSAGE, &h, &body)) != 0) {
+        if (r < 0)
+            bad_frame(k, "oversized");
         if (h.type == NET_BYE && h.len == 0) {
             p->bye = 1;
-            p->in.off += sizeof h;
             continue;
         }
-        if (h.len > FRAME_MAX)
-            bad_frame(k, "oversized");
-        if (h.type == 0 || h.type >= ETC_M_TYPES || h.flags != 0)
+        if (h.type == 0 || h.type >= ETC_NET_TYPES)
             bad_frame(k, "unknown type");
-        if (p->in.len - p->in.off < sizeof h + h.len)
-            break;
-        const unsigned char *body = p->in.buf + p->in.off + sizeof h;
-        p->in.off += sizeof h + h.len;
-        if (!tcp.finishing)
-            etc_deliver(k, h.type, body, h.len);
-        count++;
+        if (tcp.finishing)
+            continue; /* N7 */
+        int got = etc_frag_receive(&p->frag, NULL, k, h.type, h.flags, body, h.len);
+        if (got < 0)
+            bad_frame(k, "a fragment out of sequence");
+        count += got;
     }
-    if (p->in.off == p->in.len)
-        p->in.off = p->in.len = 0;
     return count;
 }
 
@@ -424,7 +345,7 @@ static int read_peer(int k)
     peer *p = &tcp.peers[k];
     int count = 0;
     for (;;) {
-        buf_reserve(&p->in, 65536);
+        etc_wire_reserve(&p->in, 65536);
         size_t room = p->in.cap - p->in.len;
         ssize_t r = recv(p->fd, p->in.buf + p->in.len, room, MSG_DONTWAIT);
         if (r > 0) {
@@ -442,7 +363,7 @@ static int read_peer(int k)
          * the crash's consequence, not its cause); after one, a partial frame is */
         if (!p->bye)
             lost(k);
-        if (p->in.len > p->in.off)
+        if (etc_wire_pending(&p->in))
             bad_frame(k, "truncated");
         p->closed = 1;
         close(p->fd);
@@ -546,7 +467,7 @@ static int poll_set(void)
         if (k == tcp.me || tcp.peers[k].fd < 0)
             continue;
         short ev = POLLIN;
-        if (tcp.peers[k].out.off < tcp.peers[k].out.len)
+        if (etc_wire_pending(&tcp.out.out[k]))
             ev |= POLLOUT;
         tcp.pfds[m++] = (struct pollfd){tcp.peers[k].fd, ev, 0};
     }
@@ -590,27 +511,14 @@ int etc_net_poll(void)
 }
 
 /* A poll costs system calls, so at thread boundaries it happens at most every
- * POLL_INTERVAL_NS; the clock itself is read only every `budget` boundaries,
- * and the budget adapts to how long threads run. Output is flushed at every
- * boundary that has some: that is the coalescing window. */
+ * POLL_INTERVAL (F4). Output is flushed at every boundary that has some: that
+ * is the coalescing window (F2). */
 void etc_net_boundary(void)
 {
-    if (tcp.out_pending)
+    if (tcp.out.pending)
         flush_all();
-    if (++tcp.tick < tcp.budget)
-        return;
-    tcp.tick = 0;
-    uint64_t t = ticks();
-    uint64_t dt = t - tcp.last;
-    if (dt < tcp.interval) {
-        if (tcp.budget < 64)
-            tcp.budget *= 2;
-        return;
-    }
-    if (dt > 4 * tcp.interval && tcp.budget > 1)
-        tcp.budget /= 2;
-    tcp.last = t;
-    etc_net_poll();
+    if (etc_gate_due(&tcp.gate))
+        etc_net_poll();
 }
 
 _Atomic uint64_t *etc_net_boundary_word(void)
@@ -620,13 +528,15 @@ _Atomic uint64_t *etc_net_boundary_word(void)
 
 void etc_net_wait(double seconds)
 {
-    if (tcp.n == 1)
-        return;
+    if (tcp.n == 1 || tcp.polling)
+        return; /* N5: not from inside a handler */
     flush_all();
     int ms = seconds < 0 ? -1 : (int)(seconds * 1000.0 + 0.999);
     if (tcp.nstrangers && (ms < 0 || ms > 200))
         ms = 200;
+    tcp.polling = 1;
     poll_now(ms);
+    tcp.polling = 0;
 }
 
 /* ---------------------------------------------------------------- the end */
@@ -637,14 +547,9 @@ void etc_net_finish(void)
     fflush(stderr);
     tcp.finishing = 1;
     if (tcp.n > 1) {
-        frame_hdr bye = {0, NET_BYE, 0};
-        for (int k = 0; k < tcp.n; k++) {
-            peer *p = &tcp.peers[k];
-            if (k == tcp.me || p->fd < 0)
-                continue;
-            buf_reserve(&p->out, sizeof bye);
-            buf_put(&p->out, &bye, sizeof bye);
-        }
+        for (int k = 0; k < tcp.n; k++)
+            if (k != tcp.me && tcp.peers[k].fd >= 0)
+                etc_coalesce_put(&tcp.out, k, NET_BYE, 0, NULL, 0, 0);
         ctl_send("FINISHED\n");
         /* Drain: our output to everyone, then everyone's goodbye and EOF, so no
          * connection is reset while the other side still has data to read. */
@@ -656,7 +561,7 @@ void etc_net_finish(void)
                 peer *p = &tcp.peers[k];
                 if (k == tcp.me || p->fd < 0)
                     continue;
-                if (p->out.off == p->out.len)
+                if (!etc_wire_pending(&tcp.out.out[k]))
                     shutdown(p->fd, SHUT_WR);
                 open++;
             }
@@ -847,10 +752,12 @@ static void inject_fault(void)
     const char *f = getenv("ETC_TCP_FAULT");
     if (!f || strcmp(f, "garbage") != 0 || tcp.me == 0)
         return;
-    frame_hdr h = {0xFFFFFFF0u, 0x7777, 0};
-    buf_reserve(&tcp.peers[0].out, sizeof h);
-    buf_put(&tcp.peers[0].out, &h, sizeof h);
-    tcp.out_pending = 1;
+    etc_wire_hdr h = {0xFFFFFFF0u, 0x7777, 0};
+    etc_wire_buf *b = &tcp.out.out[0];
+    etc_wire_reserve(b, sizeof h);
+    memcpy(b->buf + b->len, &h, sizeof h);
+    b->len += sizeof h;
+    tcp.out.pending = 1;
 }
 
 void etc_net_start(int want, int *node_id, int *num_nodes)
@@ -872,8 +779,7 @@ void etc_net_start(int want, int *node_id, int *num_nodes)
     tcp.n = want;
     if (tcp.n < 1 || tcp.me < 0 || tcp.me >= tcp.n)
         etc_die("tcp node: bad ETC_TCP_NODE/ETC_NODES from the launcher");
-    uint64_t t0 = ticks();
-    double c0 = etc_time();
+    etc_gate_begin(&tcp.gate);
     read_secret();
     signal(SIGPIPE, SIG_IGN);
     /* line-buffered output: the launcher relays whole lines, and a line printed
@@ -908,6 +814,7 @@ void etc_net_start(int want, int *node_id, int *num_nodes)
     tcp.peers = calloc((size_t)tcp.n, sizeof *tcp.peers);
     if (!tcp.peers)
         etc_die("out of memory");
+    etc_coalesce_init(&tcp.out, tcp.n, FLUSH_AT, MAX_MESSAGE, write_peer, NULL);
     char *save = NULL, *tok = strtok_r(line + 6, " ", &save);
     for (int k = 0; k < tcp.n; k++) {
         if (!tok)
@@ -940,13 +847,7 @@ void etc_net_start(int want, int *node_id, int *num_nodes)
     if (pthread_create(&watcher, NULL, watch_launcher, NULL) != 0)
         die_startup("cannot start the thread that watches the launcher");
     pthread_detach(watcher);
-    /* calibrate the boundary poll interval in ticks against the clock */
-    double c1 = etc_time();
-    uint64_t t1 = ticks();
-    double per_ns = c1 > c0 ? (double)(t1 - t0) / ((c1 - c0) * 1e9) : 1.0;
-    tcp.interval = (uint64_t)(POLL_INTERVAL_NS * (per_ns > 0 ? per_ns : 1.0));
-    tcp.budget = 1;
-    tcp.last = t1;
+    etc_gate_ready(&tcp.gate, POLL_INTERVAL);
     inject_fault();
     *node_id = tcp.me;
     *num_nodes = tcp.n;

@@ -1,0 +1,86 @@
+/* wire.h: frames, and per-destination buffers that coalesce them (what the
+ * message-passing layers share: tcp's byte streams; mpi's sends).
+ *
+ * A frame is an etc_wire_hdr and `len` bytes of body (docs/protocols.md, F1).
+ * Small messages to one destination are appended to its buffer and written
+ * together at the next flush, so a burst of fine-grain messages costs one
+ * system call (or one send) instead of one each (F2).
+ */
+#ifndef ETC_NET_COMMON_WIRE_H
+#define ETC_NET_COMMON_WIRE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct etc_wire_hdr {
+    uint32_t len;   /* bytes of body that follow */
+    uint16_t type;  /* a message type (net.h N9), or one of the layer's own */
+    uint16_t flags; /* ETC_FRAG_* (frag.h), 0 for a whole message */
+} etc_wire_hdr;
+
+/* A body given in pieces, sent one after another (no copy to join them). */
+typedef struct etc_piece {
+    const void *p;
+    size_t n;
+} etc_piece;
+
+/* A growable byte buffer: bytes [off, len) are pending. */
+typedef struct etc_wire_buf {
+    unsigned char *buf;
+    size_t off, len, cap;
+} etc_wire_buf;
+
+static inline size_t etc_wire_pending(const etc_wire_buf *b)
+{
+    return b->len - b->off;
+}
+
+/* Room for `more` bytes at the end (pending bytes may move to the front). */
+void etc_wire_reserve(etc_wire_buf *b, size_t more);
+/* Appends a frame: header, then the pieces (`len` bytes in all). */
+void etc_wire_put_frame(etc_wire_buf *b, int type, int flags, const etc_piece *pc, int npc,
+                        size_t len);
+/* The first n pending bytes are done with (written, or parsed). */
+void etc_wire_consume(etc_wire_buf *b, size_t n);
+void etc_wire_free(etc_wire_buf *b);
+
+/* Parses the next frame from a buffer of received bytes: 1 with *h and *body
+ * set (the body stays valid until the buffer changes; it is consumed), 0 when
+ * the frame is not all there yet, -1 when its header says more than
+ * `max_len` bytes of body (the sender is broken or hostile). */
+int etc_wire_next(etc_wire_buf *in, size_t max_len, etc_wire_hdr *h, const unsigned char **body);
+
+/* ---- per-destination coalescing */
+
+/* Writes bytes to `dest`; returns how many it took (0 .. n: fewer when the
+ * channel is full for now). A writer that finds `dest` gone either ends the
+ * run or returns n to drop the bytes (a peer that already said goodbye). */
+typedef size_t (*etc_wire_writer)(void *ctx, int dest, const unsigned char *p, size_t n);
+
+typedef struct etc_coalesce {
+    etc_wire_buf *out; /* per destination */
+    int n;
+    int pending;       /* some destination may have bytes waiting */
+    size_t flush_at;   /* etc_coalesce_send writes a buffer once this much waits */
+    size_t max_body;   /* bodies above this are fragmented (frag.h) */
+    etc_wire_writer write;
+    void *ctx;
+} etc_coalesce;
+
+void etc_coalesce_init(etc_coalesce *c, int n, size_t flush_at, size_t max_body,
+                       etc_wire_writer write, void *ctx);
+/* Appends the message a|b for dest (fragmented above max_body); writes dest's
+ * buffer at once when flush_at bytes wait. */
+void etc_coalesce_send(etc_coalesce *c, int dest, int type, const void *a, size_t alen,
+                       const void *b, size_t blen);
+/* Appends one frame of the layer's own (flags as given, never fragmented). */
+void etc_coalesce_put(etc_coalesce *c, int dest, int type, int flags, const etc_piece *pc,
+                      int npc, size_t len);
+/* Writes what dest's writer takes now. */
+void etc_coalesce_flush(etc_coalesce *c, int dest);
+/* The same for every destination; clears `pending` once nothing waits. */
+void etc_coalesce_flush_all(etc_coalesce *c);
+/* Forgets what waits for dest (it is gone, and that is expected). */
+void etc_coalesce_drop(etc_coalesce *c, int dest);
+
+#endif
