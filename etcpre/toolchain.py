@@ -2,17 +2,57 @@
 
 `make` builds the runtime into `build/runtime/` of the repository (the package is
 installed in editable mode); `ETC_HOME` may point elsewhere (a directory with
-`runtime/include/etc.h` and `build/runtime/lib/`).
+`runtime/include/etc.h` and `build/runtime/lib/`). `ETC_RUNTIME=debug` picks the
+runtime built with its internal checks (`make runtime-debug`).
+
+`TARGETS` is the one table of targets: one row per network layer
+(`runtime/net/<name>/`, which the runtime Makefile finds by itself). etcc, etcrun and
+every test that loops over targets read it, so a new layer is a folder there and a
+row here.
 """
 
 from __future__ import annotations
 
 import os
 import re
+import shlex
+import shutil
 from dataclasses import dataclass
 from pathlib import Path
+from types import MappingProxyType
 
-TARGETS = ("seq", "smp", "tcp")
+
+@dataclass(frozen=True)
+class Target:
+    """One network layer, as etcc, etcrun and the tests know it."""
+
+    name: str  # etcc -target NAME; runtime/net/NAME/; libetc_NAME*.a
+    summary: str
+    max_nodes: int  # etcrun -n is checked against it (the layer checks too)
+    default_nodes: int | None = 1  # without -n; None: the program decides (smp: the CPUs)
+    # etcpre.launch.<launcher>.launch() starts the nodes; None: etcrun execs the
+    # program, which starts its own (seq: itself; smp: it forks them)
+    launcher: str | None = None
+    hosts: bool = False  # takes etcrun --hosts
+    compiler: str | None = None  # the C compiler etcc uses for it; None: $CC or cc
+    link_flags: tuple[str, ...] = ()  # after the runtime archive when etcc links
+    tools: tuple[str, ...] = ()  # programs it needs on this machine (besides cc)
+
+    def missing(self) -> str | None:
+        """Why this target cannot be used on this machine, or None."""
+        absent = [t for t in self.tools if shutil.which(t) is None]
+        if absent:
+            return f"{', '.join(absent)} {'is' if len(absent) == 1 else 'are'} not installed"
+        return None
+
+
+TARGETS: MappingProxyType[str, Target] = MappingProxyType({t.name: t for t in (
+    Target("seq", "one node, no messages", max_nodes=1),
+    Target("smp", "N processes on this machine, shared-memory rings", max_nodes=1024,
+           default_nodes=None),
+    Target("tcp", "N processes on one or several hosts, connected by TCP", max_nodes=65534,
+           launcher="tcp", hosts=True),
+)})
 DEFAULT_TARGET = "smp"
 
 # Every balancer of reference section 6, as registered in runtime/lb/registry.c
@@ -44,14 +84,38 @@ def include_dir() -> Path:
     return d
 
 
-def library(target: str, check: bool, prof: bool, sanitize: bool) -> Path:
+def target(name: str) -> Target:
+    """The row of a target etcc or a program's marker named."""
+    row = TARGETS.get(name)
+    if row is None:
+        raise ToolchainError(f"unknown target '{name}' (valid: {', '.join(TARGETS)})")
+    return row
+
+
+def c_compiler(name: str) -> list[str]:
+    """The C compiler command etcc compiles and links a target's programs with."""
+    return shlex.split(target(name).compiler or os.environ.get("CC") or "cc")
+
+
+# ETC_RUNTIME: which build of the runtime etcc links (-fsanitize always takes the
+# sanitized one, which also has the debug build's checks).
+RUNTIME_BUILDS = {"": ("runtime", "make"), "debug": ("runtime-debug", "make runtime-debug")}
+
+
+def library(name: str, check: bool, prof: bool, sanitize: bool) -> Path:
     """The runtime archive for a target and build variant."""
+    flavour = os.environ.get("ETC_RUNTIME", "")
+    if flavour not in RUNTIME_BUILDS:
+        raise ToolchainError(f"ETC_RUNTIME='{flavour}' is not a runtime build (valid: "
+                             "'debug', or unset for the normal one)")
+    sub, hint = ("runtime-san", "make runtime-san") if sanitize else RUNTIME_BUILDS[flavour]
     variant = ("_check" if check else "") + ("_prof" if prof else "")
-    sub = "runtime-san" if sanitize else "runtime"
-    lib = home() / "build" / sub / "lib" / f"libetc_{target}{variant}.a"
+    lib = home() / "build" / sub / "lib" / f"libetc_{name}{variant}.a"
     if not lib.is_file():
-        hint = "make runtime-san" if sanitize else "make"
-        raise ToolchainError(f"the runtime for target '{target}' is not built ({lib}); "
+        why = target(name).missing()
+        if why:
+            raise ToolchainError(f"the target '{name}' is not available here: {why}")
+        raise ToolchainError(f"the runtime for target '{name}' is not built ({lib}); "
                              f"run '{hint}' at the top of the etc repository")
     return lib
 

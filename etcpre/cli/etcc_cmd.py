@@ -7,7 +7,6 @@
 
 from __future__ import annotations
 
-import os
 import shlex
 import subprocess
 import sys
@@ -39,7 +38,7 @@ Translate Threaded-C (.tc) files, compile them and link them with the etc runtim
   -Dname[=v] -Uname  define / undefine a macro (for etcpre and cc)
   -Idir              add an include directory (for etcpre and cc)
   -Ldir -llib        library directory / library (passed to the linker)
-  -target T          seq | smp | tcp (default smp); also --target=T
+  -target T          {targets} (default {default}); also --target=T
   -lb NAME           default load balancer (etcrun --lb and ETC_LB override it):
                      {balancers}
   -prof              the profiling build (thesis appendix C): a table at exit
@@ -118,6 +117,9 @@ def parse(argv: list[str]) -> Options:
             if o.target not in toolchain.TARGETS:
                 raise UsageError(f"unknown target '{o.target}' (valid: "
                                  f"{', '.join(toolchain.TARGETS)})")
+            why = toolchain.TARGETS[o.target].missing()
+            if why:
+                raise UsageError(f"target '{o.target}' is not available here: {why}")
         elif a in ("-lb", "--lb") or a.startswith("--lb="):
             o.lb, i = _value(argv, i, a.split("=")[0])
             if o.lb not in toolchain.BALANCERS:
@@ -150,7 +152,9 @@ def parse(argv: list[str]) -> Options:
 
 
 def _help() -> int:
-    sys.stdout.write(USAGE.format(balancers=" ".join(toolchain.BALANCERS)))
+    sys.stdout.write(USAGE.format(balancers=" ".join(toolchain.BALANCERS),
+                                  targets=" | ".join(toolchain.TARGETS),
+                                  default=toolchain.DEFAULT_TARGET))
     return 0
 
 
@@ -164,7 +168,7 @@ class Driver:
     def __init__(self, o: Options, tmp: Path) -> None:
         self.o = o
         self.tmp = tmp
-        self.cc = shlex.split(os.environ.get("CC") or "cc")
+        self.cc = toolchain.c_compiler(o.target)
         self.sanitize = any(f.startswith("-fsanitize=") for f in o.cc_flags)
 
     def say(self, cmd: list[str]) -> None:
@@ -263,8 +267,9 @@ class Driver:
                 return rc
             extra.append(str(cfg_o))
         san = [f for f in o.cc_flags if f.startswith("-fsanitize")]
-        cmd = [*self.cc, "-no-pie", *san, *objects, *extra, str(lib), *o.link_flags,
-               "-pthread", "-o", o.output or "a.out"]
+        cmd = [*self.cc, "-no-pie", *san, *objects, *extra, str(lib),
+               *toolchain.TARGETS[o.target].link_flags, *o.link_flags, "-pthread", "-o",
+               o.output or "a.out"]
         return self.run(cmd)
 
 

@@ -1,14 +1,16 @@
 """etcrun: run a Threaded-C program on N nodes (reference section 4).
 
-The program's target is read from the marker the runtime links into it. seq runs
-one node; smp programs start their own nodes (the program becomes their
-supervisor), so etcrun sets the environment and execs it; tcp programs are started
-as N processes by etcrun's launcher (etcpre/launch/).
+The program's target is read from the marker the runtime links into it, and its row
+of the target table (etcpre/toolchain.py) says how to start it: seq and smp programs
+start their own nodes (an smp program becomes their supervisor), so etcrun sets the
+environment and execs it; a target with a launcher (tcp: etcpre/launch/tcp.py) is
+started as N processes by it.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
 import sys
 from pathlib import Path
@@ -24,7 +26,9 @@ def _arg_parser() -> argparse.ArgumentParser:
         epilog="Environment: ETC_NODES and ETC_LB give the same settings; options win.",
     )
     ap.add_argument("-n", "--nodes", type=int, default=None, metavar="N",
-                    help="number of nodes (seq: 1; smp default: the number of CPUs)")
+                    help="number of nodes (default: " + "; ".join(
+                        f"{t.name} {t.default_nodes or 'the number of CPUs'}"
+                        for t in toolchain.TARGETS.values()) + ")")
     ap.add_argument("--lb", metavar="NAME",
                     help="load balancer: " + ", ".join(toolchain.BALANCERS))
     ap.add_argument("--prof", action="store_true",
@@ -33,7 +37,8 @@ def _arg_parser() -> argparse.ArgumentParser:
     ap.add_argument("--tag-output", action="store_true",
                     help="prefix every output line with [node]")
     ap.add_argument("--hosts", metavar="FILE",
-                    help="tcp: one 'host' or 'host:count' per line")
+                    help=", ".join(t.name for t in toolchain.TARGETS.values() if t.hosts)
+                    + ": one 'host' or 'host:count' per line")
     ap.add_argument("--rsh", metavar="CMD", default="ssh",
                     help="tcp: command that starts a node on another host (default ssh)")
     ap.add_argument("--timeout", type=float, default=30.0, metavar="S",
@@ -61,6 +66,10 @@ def _body(argv: list[str]) -> int:
         return _fail(f"{opts.program}: cannot read: {exc.strerror}")
     if info is None:
         return _fail(f"{opts.program}: not a Threaded-C program built by etcc")
+    target = toolchain.TARGETS.get(info.target)
+    if target is None:
+        return _fail(f"{opts.program} was built for a target this etcrun does not know "
+                     f"('{info.target}'; known: {', '.join(toolchain.TARGETS)})")
     nodes = opts.nodes
     if nodes is None and os.environ.get("ETC_NODES"):
         try:
@@ -69,14 +78,21 @@ def _body(argv: list[str]) -> int:
             return _fail(f"ETC_NODES='{os.environ['ETC_NODES']}' is not a number")
     if nodes is not None and not 1 <= nodes <= 65534:
         return _fail(f"-n {nodes}: the node count must be between 1 and 65534")
+    if nodes is not None and nodes > target.max_nodes:
+        others = [t.name for t in toolchain.TARGETS.values() if t.max_nodes >= nodes]
+        limit = "1 node" if target.max_nodes == 1 else f"at most {target.max_nodes} nodes"
+        return _fail(f"{opts.program} was built for the {target.name} target, which runs on "
+                     f"{limit}, not {nodes} (rebuild it with etcc -target "
+                     f"{' or '.join(others)})")
     if opts.lb is not None and opts.lb not in toolchain.BALANCERS:
         return _fail(f"unknown load balancer '{opts.lb}' (valid: "
                      f"{', '.join(toolchain.BALANCERS)})")
     if (opts.prof or opts.prof_out) and not info.prof:
         what = "--prof" if opts.prof else "--prof-out"
         return _fail(f"{what}: {opts.program} was not built with -prof (etcc -prof ...)")
-    if opts.hosts and info.target != "tcp":
-        return _fail(f"--hosts needs a tcp program; {opts.program} was built for "
+    if opts.hosts and not target.hosts:
+        needs = " or ".join(t.name for t in toolchain.TARGETS.values() if t.hosts)
+        return _fail(f"--hosts needs a {needs} program; {opts.program} was built for "
                      f"{info.target}")
     env = dict(os.environ)
     if opts.lb:
@@ -85,18 +101,13 @@ def _body(argv: list[str]) -> int:
         env["ETC_PROF_OUT"] = os.path.abspath(opts.prof_out)
     if opts.tag_output:
         env["ETC_TAG_OUTPUT"] = "1"
-    if info.target == "seq":
-        if nodes not in (None, 1):
-            return _fail(f"{opts.program} was built for the seq target, which runs on 1 "
-                         f"node, not {nodes} (rebuild it with etcc -target smp or tcp)")
-        env["ETC_NODES"] = "1"
-    elif info.target == "smp":
-        if nodes is not None:
-            env["ETC_NODES"] = str(nodes)
-    else:
-        from etcpre.launch import tcp  # noqa: PLC0415 - only tcp runs need the launcher
-
-        return tcp.launch(prog, opts.args, nodes or 1, env, opts)
+    nodes = nodes or target.default_nodes
+    if target.launcher:
+        # only the runs of such a target need its launcher
+        launcher = importlib.import_module(f"etcpre.launch.{target.launcher}")
+        return int(launcher.launch(prog, opts.args, nodes or 1, env, opts))
+    if nodes is not None:
+        env["ETC_NODES"] = str(nodes)
     path = str(prog if prog.is_absolute() or "/" in opts.program else Path(".") / prog)
     sys.stdout.flush()
     sys.stderr.flush()
