@@ -1,11 +1,28 @@
-/* balance.c: what the core offers the load balancers (lb/lb.h), and the
- * TOKEN message. A token travels as its thread-0 address and a copy of its
- * parameter frame; the sender frees its local copy (thesis 2.3: a token has no
- * activation frame yet, so it is free to migrate). */
+/* balance.c: what the core offers the load balancers (lb/lb.h), the TOKEN
+ * message and the balancers' own messages (the handler table in remote.c
+ * routes them here), and the defaults of the hooks a balancer may leave out.
+ * A token travels as its thread-0 address and a copy of its parameter frame;
+ * the sender frees its local copy (thesis 2.3: a token has no activation
+ * frame yet, so it is free to migrate). */
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/rts.h"
+
+/* lb.h's first rule: a token a balancer holds (one that arrived, or one it
+ * took from the deque) is kept or sent exactly once. The debug build counts
+ * the tokens in a balancer's hands: it must be 0 whenever the balancer returns
+ * to the core, and a hand-off must have a token to hand. */
+#ifdef ETC_DEBUG
+static long tokens_in_hand;
+#define HOLD_TOKEN() (tokens_in_hand++)
+#define HAND_OFF_TOKEN() (ETC_ASSERT(tokens_in_hand > 0), tokens_in_hand--)
+#define NO_TOKEN_IN_HAND() ETC_ASSERT(tokens_in_hand == 0)
+#else
+#define HOLD_TOKEN() ((void)0)
+#define HAND_OFF_TOKEN() ((void)0)
+#define NO_TOKEN_IN_HAND() ((void)0)
+#endif
 
 void etc_balance_init(const char *name)
 {
@@ -20,7 +37,12 @@ void etc_balance_init(const char *name)
 
 double etc_balance_idle(void)
 {
-    return etc_rts.priv->lb->idle ? etc_rts.priv->lb->idle() : -1.0;
+    if (!etc_rts.priv->lb->idle)
+        return -1.0;
+    NO_TOKEN_IN_HAND();
+    double wait = etc_rts.priv->lb->idle();
+    NO_TOKEN_IN_HAND();
+    return wait;
 }
 
 void *etc_lb_state(size_t size)
@@ -40,18 +62,28 @@ size_t etc_lb_tokens(void)
 
 int etc_lb_take_oldest(etc_tok *out)
 {
-    return etc_tq_pop_head(out);
+    if (!etc_tq_pop_head(out))
+        return 0;
+    HOLD_TOKEN();
+    return 1;
 }
 
 void etc_lb_keep(etc_tok tok)
 {
+    HAND_OFF_TOKEN();
     etc_tq_push_head(tok);
 }
 
 void etc_lb_keep_local(etc_tok tok)
 {
+    HAND_OFF_TOKEN();
     etc_tq_push_tail(tok.fn, tok.pp, tok.size);
     etc_rts.tq.buf[(etc_rts.tq.tail - 1) & etc_rts.tq.mask].remote = tok.remote;
+}
+
+const void *etc_lb_config(void)
+{
+    return etc_rts.priv->lb->config;
 }
 
 int etc_lb_node(void)
@@ -249,6 +281,7 @@ void etc_lb_protocol_error(int src, const char *what)
 void etc_lb_send_token(int dest, etc_tok tok, int origin, int hops, int reply)
 {
     check_dest(dest, "a token");
+    HAND_OFF_TOKEN();
     etc_token_msg h = {
         .fn = (uint64_t)(uintptr_t)tok.fn,
         .size = (uint32_t)tok.size,
@@ -263,8 +296,9 @@ void etc_lb_send_token(int dest, etc_tok tok, int origin, int hops, int reply)
     etc_block_free(tok.pp, tok.size);
 }
 
-void etc_balance_token_message(int src, const void *body, size_t len)
+void etc_balance_token_message(int src, int type, const void *body, size_t len)
 {
+    (void)type;
     etc_token_msg h;
     if (len < sizeof h)
         etc_fatal("malformed token message (%zu bytes) from node %d", len, src);
@@ -277,5 +311,24 @@ void etc_balance_token_message(int src, const void *body, size_t len)
     /* Appendix C: an extra token reaches a node that already has work (it
      * measures how well the location policy picks idle nodes). */
     ETC_PROF_ADD(extra_tokens, etc_work_here() ? 1 : 0);
-    etc_rts.priv->lb->token(src, &h, tok);
+    const etc_lb_ops *lb = etc_rts.priv->lb;
+    NO_TOKEN_IN_HAND();
+    HOLD_TOKEN();
+    if (lb->token)
+        lb->token(src, &h, tok);
+    else
+        etc_lb_keep(tok); /* the default: run it here */
+    NO_TOKEN_IN_HAND();
+}
+
+/* A balancer's control message (types ETC_LB_MSG ..); one without a message
+ * hook sends none, so any is malformed. */
+void etc_balance_message(int src, int type, const void *body, size_t len)
+{
+    const etc_lb_ops *lb = etc_rts.priv->lb;
+    if (!lb->message)
+        etc_lb_bad_message(src, type, len);
+    NO_TOKEN_IN_HAND();
+    lb->message(src, type, body, len);
+    NO_TOKEN_IN_HAND();
 }

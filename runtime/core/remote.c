@@ -58,9 +58,18 @@ static uint64_t G64(const void *p)
     return u && !(u >> ETC_ADDR_BITS) ? (uint64_t)(u | etc_rts.gtag) : (uint64_t)u;
 }
 
+/* The handler table (below): a message type's handler, and whether the message
+ * carries work. */
+typedef void (*etc_handler)(int src, int type, const void *body, size_t len);
+typedef struct {
+    etc_handler fn;
+    int work;
+} handler_entry;
+static const handler_entry *entry(int type);
+
 void etc_send(int dest, int type, const void *a, size_t alen, const void *b, size_t blen)
 {
-    if (type <= ETC_M_LAST_WORK)
+    if (entry(type)->work)
         etc_term_work_sent();
     if (dest < 0 || dest >= etc_rts.num_nodes)
         etc_fatal("a GLOBAL address names node %d, but the run has %d node%s", dest,
@@ -204,97 +213,122 @@ static void take(void *m, size_t size, const void *body, size_t len, int exact, 
     memcpy(m, body, size);
 }
 
-void etc_handle_work(int src, int type, const void *body, size_t len)
+static void handle_sync(int src, int type, const void *body, size_t len)
 {
-    switch (type) {
-    case ETC_M_SYNC: {
-        msg_sync m;
-        take(&m, sizeof m, body, len, 1, src, type);
+    msg_sync m;
+    take(&m, sizeof m, body, len, 1, src, type);
 #ifdef ETC_CHECK
-        etc_check_signal(PTR(m.slot), "RSYNC from another node", "(runtime)", 0);
+    etc_check_signal(PTR(m.slot), "RSYNC from another node", "(runtime)", 0);
 #endif
-        etc_sync_local(PTR(m.slot));
-        break;
-    }
-    case ETC_M_INCR: {
-        msg_incr m;
-        take(&m, sizeof m, body, len, 1, src, type);
+    etc_sync_local(PTR(m.slot));
+}
+
+static void handle_incr(int src, int type, const void *body, size_t len)
+{
+    msg_incr m;
+    take(&m, sizeof m, body, len, 1, src, type);
 #ifdef ETC_CHECK
-        etc_check_signal(PTR(m.slot), "INCR_RSYNC from another node", "(runtime)", 0);
+    etc_check_signal(PTR(m.slot), "INCR_RSYNC from another node", "(runtime)", 0);
 #endif
-        etc_incr_sync_local(PTR(m.slot), (int)m.v);
-        break;
-    }
-    case ETC_M_SPAWN: {
-        msg_spawn m;
-        take(&m, sizeof m, body, len, 1, src, type);
-        etc_rq_push((etc_thread)PTR(m.ip), PTR(m.fp), 1);
-        break;
-    }
-    case ETC_M_DATA: {
-        msg_data m;
-        take(&m, sizeof m, body, len, 1, src, type);
-        if (m.size > sizeof m.bytes)
-            bad_message(src, type, len);
-        memcpy(PTR(m.dest), m.bytes, m.size);
-        signal_slot(PTR(m.slot));
-        break;
-    }
-    case ETC_M_GET: {
-        msg_get m;
-        take(&m, sizeof m, body, len, 1, src, type);
-        if (m.size > 8)
-            bad_message(src, type, len);
-        unsigned char v[8];
-        memcpy(v, PTR(m.src), m.size);
-        etc_data_remote(PTR(m.dest), v, m.size, PTR(m.slot));
-        break;
-    }
-    case ETC_M_PUT: {
-        msg_put m;
-        take(&m, sizeof m, body, len, 0, src, type);
-        if (m.n != len - sizeof m)
-            bad_message(src, type, len);
-        memcpy(PTR(m.dest), (const char *)body + sizeof m, m.n);
-        signal_slot(PTR(m.slot));
-        break;
-    }
-    case ETC_M_BLKGET: {
-        msg_blkget m;
-        take(&m, sizeof m, body, len, 1, src, type);
-        etc_blkmov_sync(PTR(m.src), PTR(m.dest), (long)m.n, PTR(m.slot));
-        break;
-    }
-    case ETC_M_INVOKE: {
-        msg_invoke m;
-        take(&m, sizeof m, body, len, 0, src, type);
-        if (m.size != len - sizeof m)
-            bad_message(src, type, len);
-        void *pp = etc_frame_alloc(m.size);
-        memcpy(pp, (const char *)body + sizeof m, m.size);
-        etc_rq_push((etc_thread)PTR(m.fn), pp, 0);
-        break;
-    }
-    case ETC_M_TOKEN:
-        etc_balance_token_message(src, body, len);
-        break;
-    default:
+    etc_incr_sync_local(PTR(m.slot), (int)m.v);
+}
+
+static void handle_spawn(int src, int type, const void *body, size_t len)
+{
+    msg_spawn m;
+    take(&m, sizeof m, body, len, 1, src, type);
+    etc_rq_push((etc_thread)PTR(m.ip), PTR(m.fp), 1);
+}
+
+static void handle_data(int src, int type, const void *body, size_t len)
+{
+    msg_data m;
+    take(&m, sizeof m, body, len, 1, src, type);
+    if (m.size > sizeof m.bytes)
         bad_message(src, type, len);
-    }
+    memcpy(PTR(m.dest), m.bytes, m.size);
+    signal_slot(PTR(m.slot));
+}
+
+static void handle_get(int src, int type, const void *body, size_t len)
+{
+    msg_get m;
+    take(&m, sizeof m, body, len, 1, src, type);
+    if (m.size > 8)
+        bad_message(src, type, len);
+    unsigned char v[8];
+    memcpy(v, PTR(m.src), m.size);
+    etc_data_remote(PTR(m.dest), v, m.size, PTR(m.slot));
+}
+
+static void handle_put(int src, int type, const void *body, size_t len)
+{
+    msg_put m;
+    take(&m, sizeof m, body, len, 0, src, type);
+    if (m.n != len - sizeof m)
+        bad_message(src, type, len);
+    memcpy(PTR(m.dest), (const char *)body + sizeof m, m.n);
+    signal_slot(PTR(m.slot));
+}
+
+static void handle_blkget(int src, int type, const void *body, size_t len)
+{
+    msg_blkget m;
+    take(&m, sizeof m, body, len, 1, src, type);
+    etc_blkmov_sync(PTR(m.src), PTR(m.dest), (long)m.n, PTR(m.slot));
+}
+
+static void handle_invoke(int src, int type, const void *body, size_t len)
+{
+    msg_invoke m;
+    take(&m, sizeof m, body, len, 0, src, type);
+    if (m.size != len - sizeof m)
+        bad_message(src, type, len);
+    void *pp = etc_frame_alloc(m.size);
+    memcpy(pp, (const char *)body + sizeof m, m.size);
+    etc_rq_push((etc_thread)PTR(m.fn), pp, 0);
+}
+
+static void handle_prof(int src, int type, const void *body, size_t len)
+{
+    (void)type;
+    etc_prof_message(src, body, len);
+}
+
+/* The handler table (docs/protocols.md, M1): every message type, its handler,
+ * and whether it carries work -- whether it may make its receiver busy, so
+ * that termination detection counts it sent and received (W1). */
+static const handler_entry handlers[ETC_NET_TYPES] = {
+    [ETC_M_SYNC] = {handle_sync, 1},
+    [ETC_M_INCR] = {handle_incr, 1},
+    [ETC_M_SPAWN] = {handle_spawn, 1},
+    [ETC_M_DATA] = {handle_data, 1},
+    [ETC_M_GET] = {handle_get, 1},
+    [ETC_M_PUT] = {handle_put, 1},
+    [ETC_M_BLKGET] = {handle_blkget, 1},
+    [ETC_M_INVOKE] = {handle_invoke, 1},
+    [ETC_M_TOKEN] = {etc_balance_token_message, 1},
+    [ETC_M_TERM_PROBE] = {etc_term_message, 0},
+    [ETC_M_TERM_STATE] = {etc_term_message, 0},
+    [ETC_M_TERM_IDLE] = {etc_term_message, 0},
+    [ETC_M_TERM_EXIT] = {etc_term_message, 0},
+    [ETC_M_PROF] = {handle_prof, 0},
+    [ETC_LB_MSG ... ETC_LB_MSG + ETC_LB_MSG_COUNT - 1] = {etc_balance_message, 0},
+};
+
+static const handler_entry no_handler = {NULL, 0};
+
+static const handler_entry *entry(int type)
+{
+    return type > 0 && type < ETC_NET_TYPES ? &handlers[type] : &no_handler;
 }
 
 void etc_deliver(int src, int type, const void *body, size_t len)
 {
-    if (type >= ETC_M_SYNC && type <= ETC_M_LAST_WORK) {
-        etc_term_work_received();
-        etc_handle_work(src, type, body, len);
-    } else if (type >= ETC_M_TERM_PROBE && type <= ETC_M_TERM_EXIT) {
-        etc_term_message(src, type, body, len);
-    } else if (type == ETC_M_PROF) {
-        etc_prof_message(src, body, len);
-    } else if (type >= ETC_LB_MSG && type < ETC_LB_MSG + ETC_LB_MSG_COUNT) {
-        etc_rts.priv->lb->message(src, type, body, len);
-    } else {
+    const handler_entry *h = entry(type);
+    if (!h->fn)
         bad_message(src, type, len);
-    }
+    if (h->work)
+        etc_term_work_received();
+    h->fn(src, type, body, len);
 }

@@ -16,9 +16,10 @@
 #include "lb/lb.h"
 #include "net/net.h"
 
-/* Message types: the core's active-message handler table. Types up to
- * ETC_M_LAST_WORK carry work (they may make a node busy) and are counted for
- * termination detection; the others are control messages that never do. */
+/* Message types: indexes into the core's handler table (remote.c), which also
+ * says which carry work (they may make a node busy, so termination detection
+ * counts them: the types up to ETC_M_TOKEN); the others are control messages
+ * that never do. docs/protocols.md (M1) lists them all. */
 enum etc_msg_type {
     ETC_M_SYNC = 1,  /* slot address */
     ETC_M_INCR,      /* slot address, increment */
@@ -29,7 +30,6 @@ enum etc_msg_type {
     ETC_M_BLKGET,    /* block move from here to a GLOBAL address */
     ETC_M_INVOKE,    /* run thread 0 of a function here */
     ETC_M_TOKEN,     /* a token, handed to the balancer */
-    ETC_M_LAST_WORK = ETC_M_TOKEN,
     ETC_M_TERM_PROBE, /* detector -> node: report your counts */
     ETC_M_TERM_STATE, /* node -> detector: idle flag and counts */
     ETC_M_TERM_IDLE,  /* node -> detector: I was busy at the last probe, now idle */
@@ -78,14 +78,15 @@ typedef struct etc_node_private {
 #endif
 } etc_node_private;
 
-/* remote.c: sends count work messages; handlers are registered in deliver */
+/* remote.c: every send counts work messages; etc_deliver (net/net.h) runs
+ * the handler table */
 void etc_send(int dest, int type, const void *a, size_t alen, const void *b, size_t blen);
-void etc_handle_work(int src, int type, const void *body, size_t len);
 
 /* balance.c */
 void etc_balance_init(const char *name);
 double etc_balance_idle(void);
-void etc_balance_token_message(int src, const void *body, size_t len);
+void etc_balance_token_message(int src, int type, const void *body, size_t len);
+void etc_balance_message(int src, int type, const void *body, size_t len);
 
 /* term.c */
 void etc_term_work_sent(void);

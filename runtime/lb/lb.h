@@ -2,11 +2,15 @@
  *
  * A balancer decides where tokens run; the scheduler decides when. Each
  * balancer is one file in lb/ exporting one `etc_lb_ops` named etc_lb_<name>
- * (dashes as underscores) and listed in lb/registry.c; all are linked into
- * every program and one is chosen by name at start-up (ETC_LB, etcrun --lb,
- * or the etcc -lb default; spn, or nop on one node).
+ * (dashes as underscores) and one line in lb/registry.c (and its name in
+ * etcpre/toolchain.py BALANCERS, which a test keeps equal); all are linked
+ * into every program and one is chosen by name at start-up (ETC_LB, etcrun
+ * --lb, or the etcc -lb default; spn, or nop on one node). Balancers that
+ * share a mechanism and differ in policy are one table of ops whose `config`
+ * names the policy (lb/rand.c: the seven rand variants).
  *
- * The core calls, on the node's own process (never concurrently):
+ * The core calls, on the node's own process (never concurrently); every hook
+ * but `name` and `summary` may be NULL:
  *   init()      once at start-up, on every node count (NULL if unused);
  *   idle()      when the ready queue and token deque are empty, repeatedly
  *               while they stay empty (only on multi-node runs): ask for
@@ -20,14 +24,17 @@
  *               surplus tokens here; NULL if unused). It runs at the rate of
  *               the finest-grain threads: keep it to a few comparisons;
  *   token()     when a TOKEN message arrives: keep it (etc_lb_keep), or
- *               forward it (etc_lb_send_token) -- exactly one of the two;
+ *               forward it (etc_lb_send_token) -- exactly one of the two
+ *               (NULL: keep every token);
  *   message()   for the balancer's own control messages (requests, replies,
- *               load probes), types ETC_LB_MSG + 0 .. ETC_LB_MSG_COUNT - 1.
+ *               load probes), types ETC_LB_MSG + 0 .. ETC_LB_MSG_COUNT - 1
+ *               (NULL: it sends none, and one arriving is a fatal error).
  *
  * Rules:
  *   - A balancer never loses or duplicates a token: each arriving token is
  *     either kept or forwarded exactly once, and a token taken from the deque
- *     is sent exactly once. A forwarded token carries hops + 1; every policy
+ *     is sent (or kept) exactly once, before the hook returns (the debug
+ *     build of the runtime checks it). A forwarded token carries hops + 1; every policy
  *     that forwards stops after a bounded number of hops (keeps the token), so
  *     no token can circulate for ever.
  *   - Control messages never carry work (termination detection does not
@@ -70,6 +77,7 @@ typedef struct etc_lb_ops {
     void (*boundary)(void);
     void (*token)(int src, const etc_token_msg *h, etc_tok tok);
     void (*message)(int src, int type, const void *body, size_t len);
+    const void *config; /* the policy of a shared mechanism (etc_lb_config) */
 } etc_lb_ops;
 
 /* Balancer message types are ETC_LB_MSG + 0 .. ETC_LB_MSG + ETC_LB_MSG_COUNT - 1. */
@@ -102,6 +110,9 @@ void etc_lb_bad_message(int src, int type, size_t len) __attribute__((noreturn))
 /* A message the balancer's protocol cannot produce now (an answer to no
  * question): a fatal error naming `what`. */
 void etc_lb_protocol_error(int src, const char *what) __attribute__((noreturn));
+
+/* The chosen balancer's `config`. */
+const void *etc_lb_config(void);
 
 int etc_lb_node(void);
 int etc_lb_nodes(void);

@@ -39,25 +39,10 @@ static void boundary(void)
     }
 }
 
-static void token(int src, const etc_token_msg *h, etc_tok tok)
-{
-    (void)src;
-    (void)h;
-    etc_lb_keep(tok);
-}
-
-static void message(int src, int type, const void *body, size_t len)
-{
-    (void)body;
-    etc_lb_bad_message(src, type, len); /* minima sends no control messages */
-}
-
 const etc_lb_ops etc_lb_minima = {
     .name = "minima",
     .summary = "each node passes one token to its successor once, then no balancing",
     .init = init,
-    .idle = NULL,
     .boundary = boundary,
-    .token = token,
-    .message = message,
+    /* token, message: the core's defaults (keep every token; no messages) */
 };

@@ -1,4 +1,5 @@
-/* rand_core.c: the Rand balancer (thesis 3.2) and its versions (3.3).
+/* rand_core.c: the Rand balancer (thesis 3.2) and its versions (3.3): the
+ * mechanism; rand.c is the table of their policies.
  *
  * Rand is hybrid, on a completely connected graph. Transfer policy: the
  * receiver mode starts when the node is idle, when a token request finds no
@@ -201,10 +202,10 @@ static int sender_dest(state *s)
 
 /* ---- the interface */
 
-void etc_lb_rand_core_init(const etc_lb_rand_policy *policy)
+void etc_lb_rand_core_init(void)
 {
     state *s = node_state();
-    s->p = policy;
+    s->p = etc_lb_config();
     s->d = probes_for(etc_lb_nodes());
     s->threshold = threshold_for(etc_lb_nodes());
     for (int k = 0, n = etc_lb_nodes(); k < n; k++)

@@ -1,6 +1,6 @@
 /* rand_core.h: the Rand balancer of thesis chapter 3 and the six versions of
  * it that section 3.3 builds by leaving features out (rand_core.c). Each
- * balancer file names its features in one etc_lb_rand_policy. */
+ * version is a row of lb/rand.c whose `config` is its etc_lb_rand_policy. */
 #ifndef ETC_LB_RAND_CORE_H
 #define ETC_LB_RAND_CORE_H
 
@@ -27,7 +27,7 @@ typedef struct etc_lb_rand_policy {
     int info_sender;
 } etc_lb_rand_policy;
 
-void etc_lb_rand_core_init(const etc_lb_rand_policy *policy);
+void etc_lb_rand_core_init(void); /* reads etc_lb_config() */
 double etc_lb_rand_core_idle(void);
 void etc_lb_rand_core_boundary(void);
 void etc_lb_rand_core_token(int src, const etc_token_msg *h, etc_tok tok);

@@ -66,12 +66,6 @@ static void token(int src, const etc_token_msg *h, etc_tok tok)
     etc_lb_keep(tok);
 }
 
-static void message(int src, int type, const void *body, size_t len)
-{
-    (void)body;
-    etc_lb_bad_message(src, type, len); /* snd sends no control messages */
-}
-
 const etc_lb_ops etc_lb_snd = {
     .name = "snd",
     .summary = "rich nodes send tokens round-robin; idle nodes wait",
@@ -79,5 +73,5 @@ const etc_lb_ops etc_lb_snd = {
     .idle = NULL,
     .boundary = boundary,
     .token = token,
-    .message = message,
+    /* message: the core's default (snd sends no control messages) */
 };
