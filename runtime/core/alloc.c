@@ -69,6 +69,7 @@ void etc_free_slow(void *p, size_t size)
 static void ring_grow(void **buf, size_t *mask, size_t *head, size_t *tail, size_t elem)
 {
     size_t n = *mask + 1, len = *tail - *head;
+    ETC_ASSERT(len == n); /* only a full ring grows: never more live entries than room */
     char *nb = etc_xmalloc(2 * n * elem);
     for (size_t i = 0; i < len; i++)
         memcpy(nb + i * elem, (char *)*buf + ((*head + i) & *mask) * elem, elem);
@@ -101,11 +102,13 @@ void etc_tq_push_head(etc_tok t)
     if (q->tail - q->head > q->mask)
         etc_tq_grow();
     q->buf[--q->head & q->mask] = t;
+    ETC_ASSERT(q->tail - q->head <= q->mask + 1);
 }
 
 int etc_tq_pop_head(etc_tok *out)
 {
     etc_tq *q = &etc_rts.tq;
+    ETC_ASSERT(q->tail - q->head <= q->mask + 1); /* head never passes tail */
     if (q->head == q->tail)
         return 0;
     *out = q->buf[q->head++ & q->mask];

@@ -47,6 +47,7 @@ typedef struct etc_term {
     int over;            /* TERM_EXIT seen: leave the scheduler */
     /* the node's side of a wave */
     int answered_busy;   /* answered a probe while busy: say when idle */
+    uint64_t said_sent, said_recv; /* the counts of its last answer (W4) */
     /* the detector's side (node 0) */
     uint32_t wave;
     int replies;

@@ -91,8 +91,8 @@ static void start_wave(void)
     t->want_wave = 0;
     t->replies = 0;
     t->all_idle = 1;
-    t->sum_sent = t->sent;
-    t->sum_recv = t->recv;
+    t->sum_sent = t->said_sent = t->sent;
+    t->sum_recv = t->said_recv = t->recv;
     msg_probe m = {t->wave};
     for (int k = 1; k < etc_rts.num_nodes; k++)
         etc_send(k, ETC_M_TERM_PROBE, &m, sizeof m, NULL, 0);
@@ -101,9 +101,12 @@ static void start_wave(void)
 static void end_wave(void)
 {
     etc_term *t = term_state();
+    ETC_ASSERT(t->wave_running && t->replies == etc_rts.num_nodes - 1);
     t->wave_running = 0;
     int ok = t->all_idle && t->sum_sent == t->sum_recv;
     if (ok && t->prev_ok && t->sum_sent == t->prev_sent && t->sum_recv == t->prev_recv) {
+        /* W4: node 0 was idle at both waves and nothing reached it since */
+        ETC_ASSERT(!etc_work_here() && t->sent == t->said_sent && t->recv == t->said_recv);
         for (int k = 1; k < etc_rts.num_nodes; k++)
             etc_send(k, ETC_M_TERM_EXIT, NULL, 0, NULL, 0);
         t->over = 1;
@@ -168,6 +171,8 @@ void etc_term_message(int src, int type, const void *body, size_t len)
         msg_state s = {p.wave, (uint32_t)really_idle(), t->sent, t->recv};
         if (!s.idle)
             t->answered_busy = 1;
+        t->said_sent = t->sent;
+        t->said_recv = t->recv;
         etc_send(src, ETC_M_TERM_STATE, &s, sizeof s, NULL, 0);
         return;
     }
@@ -178,6 +183,7 @@ void etc_term_message(int src, int type, const void *body, size_t len)
         memcpy(&s, body, sizeof s);
         if (!t->wave_running || s.wave != t->wave)
             return; /* an answer to an abandoned wave */
+        ETC_ASSERT(t->replies < etc_rts.num_nodes - 1);
         t->all_idle &= (int)s.idle;
         t->sum_sent += s.sent;
         t->sum_recv += s.recv;
@@ -193,6 +199,9 @@ void etc_term_message(int src, int type, const void *body, size_t len)
             t->next_wave = etc_time() + WAVE_DELAY_SECONDS;
         return;
     case ETC_M_TERM_EXIT:
+        /* W4: the detector saw this node idle, with these counts, at two waves
+         * in a row with nothing in flight: no work can have reached it since */
+        ETC_ASSERT(!etc_work_here() && t->sent == t->said_sent && t->recv == t->said_recv);
         t->over = 1;
         return;
     default:

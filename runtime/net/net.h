@@ -33,8 +33,6 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "etc.h"
-
 /* ================================================= what a layer provides
  *
  * The core calls these on the node's own thread, never concurrently.

@@ -59,13 +59,18 @@ def test_hand_translated_fib_seq(tmp_path: Path, cc: str, check: bool) -> None:
 
 
 @pytest.mark.parametrize("cc", COMPILERS)
-def test_smp_shared_heap_allocator(tmp_path: Path, cc: str) -> None:
+@pytest.mark.parametrize("debug", [False, True], ids=["normal", "debug"])
+def test_smp_shared_heap_allocator(tmp_path: Path, cc: str, debug: bool) -> None:
+    # debug: with the runtime's internal checks (the boundary tags of every block
+    # the allocator steps across, no double free)
     if shutil.which(cc) is None:
         pytest.skip(f"{cc} is not installed (.ci/run installs clang)")
     rt = ROOT / "runtime"
     prog = tmp_path / "unit_smp_heap"
     proc = subprocess.run([cc, "-std=c11", "-D_GNU_SOURCE", "-O2", "-Wall", "-Wextra", "-Werror",
+                           *(["-DETC_DEBUG"] if debug else []),
                            "-fsanitize=undefined", "-fno-sanitize-recover=undefined", f"-I{rt}",
+                           f"-I{INCLUDE}",
                            str(HERE / "unit_smp_heap.c"), str(rt / "net" / "smp" / "smp_heap.c"),
                            str(rt / "net" / "smp" / "smp_share.c"), "-pthread", "-o", str(prog)],
                           capture_output=True, text=True, check=False)

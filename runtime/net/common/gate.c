@@ -1,5 +1,6 @@
 /* gate.c: calibrating the time-gated boundary poll (gate.h). */
 #include "net/common/gate.h"
+#include "etc.h"
 #include "net/net.h"
 
 void etc_gate_begin(etc_gate *g)

@@ -104,7 +104,8 @@ static struct {
     const uint64_t *watch_seen;    /* ... and its value at our last poll */
     uint64_t bell_seen;
     ovf **ovf_head, **ovf_tail;
-    int ovf_pending;
+    int ovf_pending;    /* some record waits in an overflow queue ... */
+    size_t ovf_records; /* ... this many (R7) */
     etc_frag_in *frag; /* per source: a big message being reassembled */
     int polling;
     int direct; /* 1: process_vm_* works, 0: unknown, -1: not allowed */
@@ -136,6 +137,7 @@ static long futex(_Atomic uint32_t *addr, int op, uint32_t val, const struct tim
  * changes. */
 static void rekey(void)
 {
+    ETC_ASSERT(smp.ovf_pending == (smp.ovf_records != 0));
     etc_net_key = smp.ovf_pending ? UINT64_MAX : *smp.watch_seen;
 }
 
@@ -171,6 +173,8 @@ static int ring_write(int dest, int type, int flags, const piece *pc, int npc, s
     size_t to_end = smp.rbytes - pos;
     size_t need = total + (to_end < total ? to_end : 0);
     ring_ctl *r = ring(smp.me, dest);
+    ETC_ASSERT(len <= smp.max_record && total <= smp.rbytes / 2);
+    ETC_ASSERT(head - smp.out_tail[dest] <= smp.rbytes);
     if (need > smp.rbytes - (head - smp.out_tail[dest])) {
         smp.out_tail[dest] = atomic_load_explicit(&r->tail, memory_order_acquire);
         if (need > smp.rbytes - (head - smp.out_tail[dest]))
@@ -187,6 +191,7 @@ static int ring_write(int dest, int type, int flags, const piece *pc, int npc, s
     memcpy(base + pos, &h, sizeof h);
     put_pieces(base + pos + sizeof h, pc, npc);
     head += total;
+    ETC_ASSERT(pos + total <= smp.rbytes && head - smp.out_tail[dest] <= smp.rbytes);
     smp.out_head[dest] = head;
     atomic_store_explicit(&r->head, head, memory_order_release);
     /* With more than one sender, one word for the receiver to watch; an RMW,
@@ -221,6 +226,7 @@ static void ovf_append(int dest, int type, int flags, const piece *pc, int npc, 
         smp.ovf_head[dest] = o;
     smp.ovf_tail[dest] = o;
     smp.ovf_pending = 1;
+    smp.ovf_records++;
     rekey();
 }
 
@@ -237,6 +243,7 @@ static int ovf_flush(void)
             while (smp.ovf_head[d]) {
                 ovf *o = smp.ovf_head[d];
                 smp.ovf_head[d] = o->next;
+                smp.ovf_records--;
                 etc_smp_private_free(o);
             }
             smp.ovf_tail[d] = NULL;
@@ -250,10 +257,13 @@ static int ovf_flush(void)
             smp.ovf_head[d] = o->next;
             if (!smp.ovf_head[d])
                 smp.ovf_tail[d] = NULL;
+            ETC_ASSERT(smp.ovf_records > 0);
+            smp.ovf_records--;
             etc_smp_private_free(o);
         }
         if (wrote)
             wake(d);
+        ETC_ASSERT((smp.ovf_head[d] == NULL) == (smp.ovf_tail[d] == NULL));
         left |= smp.ovf_head[d] != NULL;
     }
     smp.ovf_pending = left;
@@ -361,6 +371,7 @@ int etc_net_poll(void)
         if (t == h)
             continue;
         const unsigned char *base = ring_data(src, smp.me);
+        ETC_ASSERT(h - t <= smp.rbytes);
         while (t != h) {
             size_t pos = (size_t)(t % smp.rbytes);
             rec_hdr hd;
@@ -369,8 +380,10 @@ int etc_net_poll(void)
                 t += smp.rbytes - pos;
                 continue;
             }
+            ETC_ASSERT(hd.len <= smp.max_record && pos + sizeof hd + hd.len <= smp.rbytes);
             receive(src, &hd, base + pos + sizeof hd);
             t += sizeof hd + round8(hd.len);
+            ETC_ASSERT(h - t <= smp.rbytes); /* never past the head */
             count++;
         }
         smp.in_tail[src] = t;

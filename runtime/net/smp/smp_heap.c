@@ -34,6 +34,7 @@
 #include <sys/mman.h>
 #include <sys/single_threaded.h>
 
+#include "net/net.h"
 #include "net/smp/smp_mem.h"
 
 #if ETC_SMP_SHARE_BUILD
@@ -111,21 +112,34 @@ static size_t bsize(const hdr *h)
     return h->size & ~(USED | ALIGNED);
 }
 
-static hdr *next_of(hdr *h)
+/* The block after h, whatever its tag says (tell_next sets it). */
+static hdr *block_after(hdr *h)
 {
     char *n = (char *)h + bsize(h);
     return n < heap.top ? (hdr *)n : NULL;
 }
 
+/* The boundary tags: a block's size, and the next block's copy of it in its
+ * `prev` (the last block's is heap.last). The debug build checks both links
+ * of every block it steps across. */
+static hdr *next_of(hdr *h)
+{
+    hdr *n = block_after(h);
+    ETC_ASSERT((char *)h + bsize(h) <= heap.top && (n ? n->prev : heap.last) == bsize(h));
+    return n;
+}
+
 static hdr *prev_of(hdr *h)
 {
-    return h->prev ? (hdr *)((char *)h - h->prev) : NULL;
+    hdr *p = h->prev ? (hdr *)((char *)h - h->prev) : NULL;
+    ETC_ASSERT(p ? (char *)p >= heap.lo && bsize(p) == h->prev : (char *)h == heap.lo);
+    return p;
 }
 
 /* Sets the size of the block after h to what h is now. */
 static void tell_next(hdr *h)
 {
-    hdr *n = next_of(h);
+    hdr *n = block_after(h);
     if (n)
         n->prev = bsize(h);
     else
@@ -202,6 +216,7 @@ static char *page_up(char *a)
  * (pipelined remote reads 3.6x slower than with glibc's malloc). */
 static void release(hdr *h)
 {
+    ETC_ASSERT((char *)h >= heap.lo && (char *)h + bsize(h) <= heap.top);
     char *own_lo = (char *)h, *own_hi = (char *)h + bsize(h);
     size_t s = bsize(h);
     hdr *n = next_of(h);
@@ -363,6 +378,7 @@ static hdr *block_of(void *p)
 static void slice_free(void *p)
 {
     hdr *h = block_of(p);
+    ETC_ASSERT(h->size & USED); /* not freed twice */
     size_t s = bsize(h);
     if (s <= QUICK_MAX && heap.quick_len[s / 16] < QUICK_CAP) {
         void *payload = (char *)h + HDR;

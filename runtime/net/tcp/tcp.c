@@ -45,6 +45,7 @@
 #include "net/common/frag.h"
 #include "net/common/gate.h"
 #include "net/common/wire.h"
+#include "etc.h"
 #include "net/net.h"
 
 ETC_NET_LAYER("tcp");
