@@ -10,6 +10,10 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
+
+from etcpre import toolchain
+
 ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
 PROGRAMS = ROOT / "tests" / "e2e" / "programs"
@@ -98,3 +102,35 @@ def check_sample(name: str, n: int, stdout: str, causal: bool = True) -> None:
         assert sorted(got[:-1]) == sorted(want[:-1]) and got[-1] == want[-1], stdout
     else:
         assert got == want, stdout
+
+
+# ---------------------------------------------------------------- targets
+
+# Every test that runs a program on each target loops over the target table, so a
+# new target is tested without a change here; one whose toolchain is missing on
+# this machine is skipped, saying why.
+TARGETS = list(toolchain.TARGETS.values())
+TARGET_IDS = [t.name for t in TARGETS]
+# The node counts a target's programs run on: 1, 2 and 3 nodes, within its limit;
+# smp, the cheapest, on more.
+NODE_COUNTS = {"smp": [1, 2, 4, 16]}
+
+
+def node_counts(target: toolchain.Target) -> list[int]:
+    return [n for n in NODE_COUNTS.get(target.name, [1, 2, 3]) if n <= target.max_nodes]
+
+
+def target_runs() -> list[tuple[toolchain.Target, int]]:
+    """(target, nodes) for every target and each of its node counts."""
+    return [(t, n) for t in TARGETS for n in node_counts(t)]
+
+
+def run_ids(runs: list[tuple[toolchain.Target, int]]) -> list[str]:
+    return [f"{t.name}-{n}" for t, n in runs]
+
+
+def require(target: toolchain.Target) -> None:
+    """Skips the test when the target cannot be used on this machine."""
+    why = target.missing()
+    if why:
+        pytest.skip(f"target {target.name}: {why}")
