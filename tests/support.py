@@ -114,6 +114,10 @@ TARGET_IDS = [t.name for t in TARGETS]
 # The node counts a target's programs run on: 1, 2 and 3 nodes, within its limit;
 # smp, the cheapest, on more.
 NODE_COUNTS = {"smp": [1, 2, 4, 16]}
+# Targets whose nodes' output lines appear in the order they were written, across
+# nodes (smp writes them under one lock; tcp relays each node's own lines in order,
+# but lines of different nodes may mix): check_sample(causal=...).
+CAUSAL = {"seq", "smp"}
 
 
 def node_counts(target: toolchain.Target) -> list[int]:

@@ -4,9 +4,29 @@ from __future__ import annotations
 
 import os
 import stat
+import subprocess
 from pathlib import Path
 
-from support import Builder, etcrun
+import pytest
+
+from etcpre import toolchain
+
+from support import TARGETS, Builder, etcrun
+
+
+@pytest.mark.parametrize("target", [t for t in TARGETS if t.max_nodes < 65534],
+                         ids=[t.name for t in TARGETS if t.max_nodes < 65534])
+def test_node_limit_of_the_target(build: Builder, target: toolchain.Target) -> None:
+    # etcrun knows the limit from the target table; the program itself agrees
+    prog = build("hello.tc", target=target.name)
+    n = target.max_nodes + 1
+    proc = etcrun("-n", str(n), str(prog))
+    assert proc.returncode == 2
+    limit = "1 node" if target.max_nodes == 1 else f"at most {target.max_nodes} nodes"
+    assert f"built for the {target.name} target, which runs on {limit}, not {n}" in proc.stderr
+    alone = subprocess.run([str(prog)], capture_output=True, text=True, timeout=30,
+                           check=False, env={**os.environ, "ETC_NODES": str(n)})
+    assert alone.returncode != 0 and "etc: error:" in alone.stderr, alone.stderr
 
 
 def test_seq_runs_one_node_only(build: Builder) -> None:
@@ -14,7 +34,8 @@ def test_seq_runs_one_node_only(build: Builder) -> None:
     assert etcrun("-n", "1", str(prog)).returncode == 0
     proc = etcrun("-n", "2", str(prog))
     assert proc.returncode == 2
-    assert "built for the seq target, which runs on 1 node, not 2" in proc.stderr
+    assert "built for the seq target, which runs on 1 node, not 2 (rebuild it with etcc " \
+        "-target smp or tcp)" in proc.stderr
 
 
 def test_node_count_from_option_or_environment(build: Builder) -> None:

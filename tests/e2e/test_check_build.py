@@ -4,10 +4,13 @@ function and the .tc line; the normal build carries none of the checks."""
 from __future__ import annotations
 
 import subprocess
+from pathlib import Path
 
 import pytest
 
-from support import PROGRAMS, ROOT, Builder, run
+from etcpre import toolchain
+
+from support import PROGRAMS, ROOT, TARGET_IDS, TARGETS, Builder, require, run
 
 SRC = "check_misuse.tc"
 TC = str(PROGRAMS / SRC)
@@ -51,15 +54,26 @@ def test_a_local_dereference_is_allowed(build: Builder) -> None:
     assert proc.stdout == "read 5 directly\ndone deref\n"
 
 
-@pytest.mark.parametrize("target", ["seq", "smp"])
-def test_the_normal_build_has_no_checks(target: str) -> None:
-    lib = ROOT / "build" / "runtime" / "lib" / f"libetc_{target}.a"
+def undefined_symbols(lib: Path) -> set[str]:
+    out = subprocess.run(["nm", "-g", "--undefined-only", str(lib)], capture_output=True,
+                         text=True, check=True).stdout
+    return {line.split()[-1] for line in out.splitlines() if line.strip().startswith("U ")}
+
+
+@pytest.mark.parametrize("target", TARGETS, ids=TARGET_IDS)
+def test_the_normal_build_has_no_checks(target: toolchain.Target) -> None:
+    require(target)
+    lib = ROOT / "build" / "runtime" / "lib" / f"libetc_{target.name}.a"
     symbols = subprocess.run(["nm", "-g", str(lib)], capture_output=True, text=True,
                              check=True).stdout
     assert "etc_check_" not in symbols
     checking = subprocess.run(["nm", "-g", str(lib).replace(".a", "_check.a")],
                               capture_output=True, text=True, check=True).stdout
     assert "etc_check_signal" in checking
+    # the runtime's internal invariants (ETC_ASSERT) are in the debug build only
+    assert "etc_assert_fail" not in undefined_symbols(lib)
+    debug = ROOT / "build" / "runtime-debug" / "lib" / f"libetc_{target.name}.a"
+    assert "etc_assert_fail" in undefined_symbols(debug), f"{debug} checks nothing"
 
 
 @pytest.mark.parametrize("nodes", [1, 3])

@@ -1,7 +1,8 @@
 """The EARTH Benchmark Suite (samples/ebs): every Threaded-C program prints the same
 one line as its sequential C reference (samples/ebs/seq/NAME.c) for the same
-arguments, on 1, 2 and 4 smp nodes, built for the seq target, and in the checking
-build (etcc -g) on 4 nodes; programs and references compile without warnings
+arguments, on every target of the target table (smp on 1, 2 and 4 nodes, the others
+on their largest node count), and in the checking build (etcc -g) on 4 smp nodes;
+programs and references compile without warnings
 (-Wall -Wextra). The references themselves are held to independently known results
 (classic tables, or a small computation here) where that is cheap."""
 
@@ -16,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from support import SAMPLES, Builder, run
+from support import SAMPLES, TARGETS, Builder, node_counts, run
 
 EBS = SAMPLES / "ebs"
 NAMES = ["fib", "queens", "tsp", "knary", "matmul", "tomcatv", "spmd", "paraffins"]
@@ -36,10 +37,14 @@ ARGS: dict[str, list[list[str]]] = {
     "paraffins": [[], ["1"], ["2"], ["12"], ["20"]],
 }
 
-# (id, target, etcc flags, nodes); the programs must compile without warnings
+# (id, target, etcc flags, nodes): every target of the target table on its largest
+# node count (support.node_counts), smp also on 1 and 2, and the checking build on 4
+# smp nodes; the programs must compile without warnings
 W = ("-Wall", "-Wextra", "-Werror")
-CONFIGS = [("smp1", "smp", W, 1), ("smp2", "smp", W, 2), ("smp4", "smp", W, 4),
-           ("seq", "seq", W, 1), ("check4", "smp", ("-g", *W), 4)]
+EBS_NODES = {"smp": [1, 2, 4]}
+CONFIGS = [(f"{t.name}{n}", t.name, W, n) for t in TARGETS
+           for n in EBS_NODES.get(t.name, node_counts(t)[-1:])] + \
+    [("check4", "smp", ("-g", *W), 4)]
 
 CASES = [(name, args) for name in NAMES for args in ARGS[name]]
 

@@ -1,23 +1,127 @@
-"""Test programs that exercise the runtime end to end, on seq and on 1-16 smp nodes."""
+"""Test programs that exercise the runtime end to end: one table of programs and
+their expected output, run on every target of the target table and each of its node
+counts (support.node_counts); the stress programs also with the runtime's debug build
+(its internal invariants checked); and what only smp has (its block-move paths and
+shared memory)."""
 
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
+from dataclasses import dataclass, field
 
 import pytest
 
-from support import SANITIZE, Builder, run
+from etcpre import toolchain
 
-NODES = [1, 2, 4, 16]
+from support import SANITIZE, TARGET_IDS, TARGETS, Builder, run, target_runs
 
 
-@pytest.mark.parametrize("n", NODES)
-def test_every_remote_operation_between_every_pair(build: Builder, n: int) -> None:
-    proc = run(build("remote_ops.tc"), nodes=n, timeout=120)
+def pairs(n: int) -> int:
+    return 1 if n == 1 else n * (n - 1)
+
+
+def tree_checksum(depth: int, fanout: int, iters: int) -> int:
+    """What token_work.tc computes: leaf k spins a 64-bit LCG from k."""
+    total = 0
+    for k in range(fanout ** depth):
+        x = k
+        for _ in range(iters):
+            x = (x * 6364136223846793005 + 1442695040888963407) % 2**64
+        total += x & 0xFFFF
+    return total
+
+
+def stress_line(n: int, total: int) -> str:
+    m = total // pairs(n) * pairs(n)
+    return f"stress: {n} nodes, {m} values and {m} syncs delivered, 0 errors, sums agree\n"
+
+
+@dataclass(frozen=True)
+class Program:
+    source: str
+    args: tuple[str, ...]
+    expect: Callable[[int], str]  # stdout on n nodes
+    min_nodes: int = 1
+    env: dict[str, str] = field(default_factory=dict)
+    what: str = ""
+
+
+PROGRAMS = [
+    Program("remote_ops.tc", (),
+            lambda n: f"remote ops: {n} nodes, {pairs(n)} pairs, 0 errors\n",
+            what="every remote operation between every pair"),
+    Program("heap_blocks.tc", (),
+            lambda n: f"heap blocks: {n} nodes, {pairs(n)} pairs, 0 errors\n",
+            what="block moves of malloc'ed memory; a fork() in a node gets private copies"),
+    Program("globals_per_node.tc", (),
+            lambda n: f"{n} nodes, {n} distinct copies of value, same address: yes\n",
+            what="every node has its own globals"),
+    Program("quiescence.tc", (), lambda n: f"started {n} waiters\n",
+            what="threads left waiting do not keep the run alive"),
+    Program("call_loop.tc", ("20000",),
+            lambda n: "calls: 20000 iterations, sum 6656670000, odd 90000, fetched 42\n",
+            what="CALL in loops and ifs"),
+    Program("token_work.tc", ("6", "3", "100"),
+            lambda n: f"tree(6, 3): 729 leaves, checksum {tree_checksum(6, 3, 100)}\n",
+            what="tokens give the same result anywhere"),
+    Program("stress.tc", ("300000",), lambda n: stress_line(n, 300000),
+            what="nothing lost or duplicated"),
+    # What does not fit in a channel waits in the sender's layer; a sender that
+    # never goes idle must still move it on at its thread boundaries (the nop
+    # balancer sends nothing that would make it poll).
+    Program("burst.tc", (), lambda n: "burst: 300000 syncs from node 0 to node 1, all arrived\n",
+            min_nodes=2, env={"ETC_LB": "nop"},
+            what="a burst bigger than a channel arrives while the sender stays busy"),
+]
+RUNS = target_runs()
+
+
+def cases(runs: list[tuple[toolchain.Target, int]],
+          programs: list[Program]) -> list[tuple[toolchain.Target, int, Program]]:
+    return [(t, n, p) for t, n in runs for p in programs if n >= p.min_nodes]
+
+
+def case_ids(cs: list[tuple[toolchain.Target, int, Program]]) -> list[str]:
+    return [f"{t.name}-{n}-{p.source.removesuffix('.tc')}" for t, n, p in cs]
+
+
+CASES = cases(RUNS, PROGRAMS)
+
+
+@pytest.mark.parametrize(("target", "n", "program"), CASES, ids=case_ids(CASES))
+def test_program(build: Builder, target: toolchain.Target, n: int, program: Program) -> None:
+    proc = run(build(program.source, target=target.name), *program.args, nodes=n,
+               timeout=180, env={**os.environ, **program.env})
+    assert proc.returncode == 0, f"{program.what}: {proc.stderr}"
+    assert proc.stdout == program.expect(n), program.what
+
+
+# The stress programs with the runtime's debug build, on each target's largest node
+# count: a broken invariant (a ring's bounds, overflow accounting, the heap's
+# boundary tags, the termination counters, a token handed on twice) ends the run.
+STRESS = [p for p in PROGRAMS if p.source in ("remote_ops.tc", "stress.tc", "burst.tc")]
+DEBUG_CASES = cases([(t, n) for t, n in RUNS if n == max(m for u, m in RUNS if u is t)], STRESS)
+
+
+@pytest.mark.parametrize(("target", "n", "program"), DEBUG_CASES, ids=case_ids(DEBUG_CASES))
+def test_stress_with_the_debug_runtime(build: Builder, target: toolchain.Target, n: int,
+                                       program: Program) -> None:
+    prog = build(program.source, target=target.name, runtime="debug")
+    proc = run(prog, *program.args, nodes=n, timeout=180, env={**os.environ, **program.env})
+    assert proc.returncode == 0, f"{program.what}: {proc.stderr}"
+    assert proc.stdout == program.expect(n), program.what
+
+
+@pytest.mark.parametrize("target", TARGETS, ids=TARGET_IDS)
+def test_a_million_values_and_syncs(build: Builder, target: toolchain.Target) -> None:
+    n = min(4, target.max_nodes)
+    proc = run(build("stress.tc", target=target.name), "1000000", nodes=n, timeout=180)
     assert proc.returncode == 0, proc.stderr
-    pairs = 1 if n == 1 else n * (n - 1)
-    assert proc.stdout == f"remote ops: {n} nodes, {pairs} pairs, 0 errors\n"
+    assert proc.stdout == stress_line(n, 1000000)
 
+
+# ---------------------------------------------------------------- smp only
 
 # Block moves take one of three paths: a memcpy through the shared windows and
 # heap (the default), process_vm_readv/writev (ETC_SMP_SHARED=0, and for memory
@@ -27,26 +131,12 @@ MODES = {"shared": {}, "process_vm": {"ETC_SMP_SHARED": "0"}, "messages": {"ETC_
 
 
 @pytest.mark.parametrize("mode", ["process_vm", "messages"])
-def test_remote_operations_on_every_block_move_path(build: Builder, mode: str) -> None:
-    proc = run(build("remote_ops.tc"), nodes=4, env={**os.environ, **MODES[mode]})
+@pytest.mark.parametrize("source", ["remote_ops.tc", "heap_blocks.tc"])
+def test_smp_block_moves_on_every_path(build: Builder, mode: str, source: str) -> None:
+    program = next(p for p in PROGRAMS if p.source == source)
+    proc = run(build(source), nodes=4, env={**os.environ, **MODES[mode]})
     assert proc.returncode == 0, proc.stderr
-    assert proc.stdout == "remote ops: 4 nodes, 12 pairs, 0 errors\n"
-
-
-@pytest.mark.parametrize("n", NODES)
-def test_block_moves_of_malloced_memory(build: Builder, n: int) -> None:
-    # also: a fork() inside a node gets private copies and cannot write into it
-    proc = run(build("heap_blocks.tc"), nodes=n, timeout=120)
-    assert proc.returncode == 0, proc.stderr
-    pairs = 1 if n == 1 else n * (n - 1)
-    assert proc.stdout == f"heap blocks: {n} nodes, {pairs} pairs, 0 errors\n"
-
-
-@pytest.mark.parametrize("mode", ["process_vm", "messages"])
-def test_block_moves_of_malloced_memory_on_every_path(build: Builder, mode: str) -> None:
-    proc = run(build("heap_blocks.tc"), nodes=4, env={**os.environ, **MODES[mode]})
-    assert proc.returncode == 0, proc.stderr
-    assert proc.stdout == "heap blocks: 4 nodes, 12 pairs, 0 errors\n"
+    assert proc.stdout == program.expect(4)
 
 
 @pytest.mark.parametrize(("n", "mode", "want"), [
@@ -61,69 +151,6 @@ def test_globals_and_heap_live_in_shared_memory(build: Builder, n: int, mode: st
     proc = run(build("shared_maps.tc"), nodes=n, env={**os.environ, **MODES[mode]})
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout == "".join(f"node {k}: globals {want}, heap {want}\n" for k in range(n))
-
-
-@pytest.mark.parametrize("n", NODES)
-def test_every_node_has_its_own_globals(build: Builder, n: int) -> None:
-    proc = run(build("globals_per_node.tc"), nodes=n)
-    assert proc.returncode == 0, proc.stderr
-    assert proc.stdout == f"{n} nodes, {n} distinct copies of value, same address: yes\n"
-
-
-@pytest.mark.parametrize(("n", "total"), [(1, 1_000_000), (2, 1_000_000), (4, 1_000_000),
-                                          (16, 300_000)])
-def test_stress_nothing_lost_or_duplicated(build: Builder, n: int, total: int) -> None:
-    proc = run(build("stress.tc"), str(total), nodes=n, timeout=180)
-    assert proc.returncode == 0, proc.stderr
-    pairs = 1 if n == 1 else n * (n - 1)
-    m = total // pairs * pairs
-    assert proc.stdout == (f"stress: {n} nodes, {m} values and {m} syncs delivered, "
-                           "0 errors, sums agree\n")
-
-
-@pytest.mark.parametrize("n", [2, 4])
-def test_a_burst_bigger_than_a_ring_arrives_while_the_sender_stays_busy(build: Builder,
-                                                                          n: int) -> None:
-    # what does not fit in a ring waits in the sender's overflow queue; a sender
-    # that never goes idle must still move it on at its thread boundaries (the
-    # nop balancer sends nothing that would make it poll)
-    proc = run(build("burst.tc"), nodes=n, timeout=60, env={**os.environ, "ETC_LB": "nop"})
-    assert proc.returncode == 0, proc.stderr
-    assert proc.stdout == "burst: 300000 syncs from node 0 to node 1, all arrived\n"
-
-
-@pytest.mark.parametrize("target", ["seq", "smp"])
-def test_waiting_threads_do_not_keep_the_run_alive(build: Builder, target: str) -> None:
-    for n in ([1] if target == "seq" else [1, 4]):
-        proc = run(build("quiescence.tc", target=target), nodes=n, timeout=30)
-        assert proc.returncode == 0, proc.stderr
-        assert proc.stdout == f"started {n} waiters\n"
-
-
-@pytest.mark.parametrize(("target", "n"), [("seq", 1), ("smp", 1), ("smp", 2)])
-def test_call_in_loops_and_ifs(build: Builder, target: str, n: int) -> None:
-    proc = run(build("call_loop.tc", target=target), "200000", nodes=n)
-    assert proc.returncode == 0, proc.stderr
-    assert proc.stdout == \
-        "calls: 200000 iterations, sum 66566700000, odd 900000, fetched 42\n"
-
-
-def tree_checksum(depth: int, fanout: int, iters: int) -> int:
-    """What token_work.tc computes: leaf k spins a 64-bit LCG from k."""
-    total = 0
-    for k in range(fanout ** depth):
-        x = k
-        for _ in range(iters):
-            x = (x * 6364136223846793005 + 1442695040888963407) % 2**64
-        total += x & 0xFFFF
-    return total
-
-
-@pytest.mark.parametrize("n", NODES)
-def test_tokens_give_the_same_result_anywhere(build: Builder, n: int) -> None:
-    proc = run(build("token_work.tc"), "6", "3", "100", nodes=n)
-    assert proc.returncode == 0, proc.stderr
-    assert proc.stdout == f"tree(6, 3): 729 leaves, checksum {tree_checksum(6, 3, 100)}\n"
 
 
 def test_tokens_migrate_to_an_idle_node(build: Builder) -> None:

@@ -1,4 +1,5 @@
-"""Every sample gives its expected output on seq and on 1, 2, 4 and 16 smp nodes.
+"""Every sample gives its expected output on every target of the target table, on
+each of its node counts (support.node_counts), and in the checking build.
 
 samples/NAME.out is the output on one node; on N nodes some samples name N or a
 node, so the expectation is computed here from the same rules."""
@@ -9,10 +10,22 @@ from pathlib import Path
 
 import pytest
 
-from support import SAMPLES, Builder, check_sample, run
+from etcpre import toolchain
+
+from support import (
+    CAUSAL,
+    SAMPLES,
+    TARGET_IDS,
+    TARGETS,
+    Builder,
+    check_sample,
+    run,
+    run_ids,
+    target_runs,
+)
 
 NAMES = sorted(p.stem for p in SAMPLES.glob("*.tc"))
-NODES = [1, 2, 4, 16]
+RUNS = target_runs()
 
 
 def test_every_sample_has_expected_output() -> None:
@@ -21,26 +34,21 @@ def test_every_sample_has_expected_output() -> None:
         assert (SAMPLES / f"{name}.out").is_file(), name
 
 
+@pytest.mark.parametrize(("target", "n"), RUNS, ids=run_ids(RUNS))
 @pytest.mark.parametrize("name", NAMES)
-def test_sample_seq(build: Builder, name: str) -> None:
-    proc = run(build(f"{name}.tc", target="seq"), nodes=1)
+def test_sample(build: Builder, name: str, target: toolchain.Target, n: int) -> None:
+    proc = run(build(f"{name}.tc", target=target.name), nodes=n, timeout=60)
     assert proc.returncode == 0, proc.stderr
-    check_sample(name, 1, proc.stdout)
+    check_sample(name, n, proc.stdout, causal=target.name in CAUSAL)
 
 
-@pytest.mark.parametrize("n", NODES)
+@pytest.mark.parametrize("target", TARGETS, ids=TARGET_IDS)
 @pytest.mark.parametrize("name", NAMES)
-def test_sample_smp(build: Builder, name: str, n: int) -> None:
-    proc = run(build(f"{name}.tc"), nodes=n, timeout=60)
+def test_sample_checking_build(build: Builder, name: str, target: toolchain.Target) -> None:
+    n = min(2, target.max_nodes)
+    proc = run(build(f"{name}.tc", "-g", target=target.name), nodes=n)
     assert proc.returncode == 0, proc.stderr
-    check_sample(name, n, proc.stdout)
-
-
-@pytest.mark.parametrize("name", NAMES)
-def test_sample_checking_build(build: Builder, name: str) -> None:
-    proc = run(build(f"{name}.tc", "-g"), nodes=2)
-    assert proc.returncode == 0, proc.stderr
-    check_sample(name, 2, proc.stdout)
+    check_sample(name, n, proc.stdout, causal=target.name in CAUSAL)
     assert "etc: error" not in proc.stderr
 
 

@@ -1,13 +1,16 @@
 """The tcp target: nodes as processes started by etcrun, connected by TCP.
 
-Samples and test programs on 1, 2 and 3 nodes on localhost; the faults (kill -9 of
-a node, a node that exits early, a stranger without the secret, a garbage frame, a
-node that cannot start, Ctrl-C) with no process left behind; and, as root with
-`ip netns`, two "hosts" in two network namespaces joined by a veth pair."""
+(Samples and test programs run on tcp with every other target: test_samples.py,
+test_programs.py.) Here: what is tcp's own: the wire version the node and the
+launcher speak, tagged output, the faults (kill -9 of a node, a node that exits
+early, a stranger without the secret, a garbage frame, a node that cannot start,
+Ctrl-C) with no process left behind; and, as root with `ip netns`, two "hosts" in
+two network namespaces joined by a veth pair."""
 
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import signal
 import socket
@@ -17,50 +20,24 @@ from pathlib import Path
 
 import pytest
 
+from etcpre.launch import tcp as launch_tcp
+
 from support import (
     BIN,
     ROOT,
-    SAMPLES,
-    SANITIZE,
     Builder,
     Leftovers,
-    check_sample,
     processes_of,
     run,
 )
 
-NODES = [1, 2, 3]
-NAMES = sorted(p.stem for p in SAMPLES.glob("*.tc"))
 
-
-@pytest.mark.parametrize("n", NODES)
-@pytest.mark.parametrize("name", NAMES)
-def test_sample_tcp(build: Builder, name: str, n: int) -> None:
-    proc = run(build(f"{name}.tc", target="tcp"), nodes=n, timeout=60)
-    assert proc.returncode == 0, proc.stderr
-    check_sample(name, n, proc.stdout, causal=False)
-
-
-@pytest.mark.parametrize("n", NODES)
-def test_programs_tcp(build: Builder, n: int) -> None:
-    pairs = 1 if n == 1 else n * (n - 1)
-    cases = [
-        ("remote_ops.tc", [], f"remote ops: {n} nodes, {pairs} pairs, 0 errors\n"),
-        ("globals_per_node.tc", [],
-         f"{n} nodes, {n} distinct copies of value, same address: yes\n"),
-        ("quiescence.tc", [], f"started {n} waiters\n"),
-        ("call_loop.tc", ["20000"],
-         "calls: 20000 iterations, sum 6656670000, odd 90000, fetched 42\n"),
-    ]
-    for src, args, want in cases:
-        proc = run(build(src, target="tcp"), *args, nodes=n, timeout=60)
-        assert proc.returncode == 0, f"{src}: {proc.stderr}"
-        assert proc.stdout == want, src
-    m = 300_000 // pairs * pairs
-    proc = run(build("stress.tc", target="tcp"), "300000", nodes=n, timeout=120)
-    assert proc.returncode == 0, proc.stderr
-    assert proc.stdout == (f"stress: {n} nodes, {m} values and {m} syncs delivered, "
-                           "0 errors, sums agree\n")
+def test_the_node_and_the_launcher_speak_the_same_wire_version() -> None:
+    # a node's HELLO and its peer handshakes carry it; the launcher rejects any other
+    got = re.search(r"^#define WIRE_VERSION (\d+)$",
+                    (ROOT / "runtime" / "net" / "tcp" / "tcp.c").read_text(), re.MULTILINE)
+    assert got, "tcp.c defines no WIRE_VERSION"
+    assert int(got.group(1)) == launch_tcp.WIRE_VERSION
 
 
 def test_tag_output(build: Builder) -> None:
@@ -112,29 +89,6 @@ def test_kill_9_of_a_node_ends_the_run(build: Builder, tmp_path: Path) -> None:
     assert p.returncode != 0
     assert "etc: error: lost node" in err and "killed by SIGKILL" in err, err
     assert err.count("etc: error:") == 1, err
-    left.check()
-
-
-def test_a_node_that_exits_early(build: Builder, tmp_path: Path) -> None:
-    prog = build("exit_early.tc", target="tcp")
-    left = Leftovers(prog, tmp_path)
-    proc = run(prog, nodes=3, env=left.env, timeout=30)
-    assert proc.returncode != 0
-    assert "etc: error: node 2 (host localhost): exited with status 3" in proc.stderr
-    left.check()
-
-
-def test_a_crashing_node(build: Builder, tmp_path: Path) -> None:
-    prog = build("crash.tc", target="tcp")
-    left = Leftovers(prog, tmp_path)
-    proc = run(prog, nodes=2, env=left.env, timeout=30)
-    assert proc.returncode != 0
-    if SANITIZE:  # a sanitizer catches the fault, reports it and exits with status 1
-        assert "AddressSanitizer: SEGV" in proc.stderr or "runtime error:" in proc.stderr
-        assert "etc: error: node 1 (host localhost): exited with status 1" in proc.stderr
-    else:
-        assert "etc: error: lost node 1 (host localhost): killed by SIGSEGV" in proc.stderr
-    assert "node 1 about to crash" in proc.stdout
     left.check()
 
 
@@ -228,18 +182,6 @@ def test_a_node_that_cannot_start_is_named(build: Builder, tmp_path: Path) -> No
             if p.exists())
 
 
-def test_sigint_stops_every_tcp_node(build: Builder, tmp_path: Path) -> None:
-    prog = build("forever.tc", target="tcp")
-    left = Leftovers(prog, tmp_path)
-    p = _start(prog, 3, left.env)
-    assert p.stdout is not None and p.stdout.readline() == "running\n"
-    os.killpg(p.pid, signal.SIGINT)
-    _, err = p.communicate(timeout=20)
-    assert p.returncode == 130
-    assert "etc: interrupted (SIGINT): stopped all 3 nodes" in err
-    left.check()
-
-
 # ---------------------------------------------------------------- two "hosts"
 
 NETNS = ("etc-test-a", "etc-test-b")
@@ -296,20 +238,6 @@ def test_two_hosts_in_network_namespaces(build: Builder, tmp_path: Path,
                           capture_output=True, text=True, timeout=120, check=False, cwd=ROOT)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout == "remote ops: 4 nodes, 12 pairs, 0 errors\n"
-
-
-@pytest.mark.parametrize("target", ["smp", "tcp"])
-def test_a_node_in_a_long_thread_is_stopped_too(build: Builder, tmp_path: Path,
-                                                target: str) -> None:
-    prog = build("long_thread_crash.tc", target=target)
-    left = Leftovers(prog, tmp_path)
-    t0 = time.monotonic()
-    proc = run(prog, "30", nodes=2, env=left.env, timeout=60)
-    assert time.monotonic() - t0 < 10, "the spinning node was not stopped"
-    assert proc.returncode != 0
-    assert "node 0 finished spinning" not in proc.stdout
-    assert "node 1" in proc.stderr and "etc: error:" in proc.stderr
-    left.check()
 
 
 def test_a_reader_that_goes_away_does_not_break_the_run(build: Builder,
