@@ -17,7 +17,8 @@ environment and the run's random secret as the first line of its standard input
    time, naming its host), stops every node and reaps them all. SIGINT/SIGTERM stop
    everything the same way.
 
-The node side is runtime/net/tcp/tcp.c; the control protocol is text lines.
+The node side is runtime/net/tcp/tcp.c; the control protocol is text lines, described
+with the rest in docs/protocols.md (rules L1-L6, T1-T10).
 """
 
 from __future__ import annotations

@@ -70,7 +70,7 @@ static const handler_entry *entry(int type);
 void etc_send(int dest, int type, const void *a, size_t alen, const void *b, size_t blen)
 {
     if (entry(type)->work)
-        etc_term_work_sent();
+        etc_term_work_sent(); /* W1 */
     if (dest < 0 || dest >= etc_rts.num_nodes)
         etc_fatal("a GLOBAL address names node %d, but the run has %d node%s", dest,
                   etc_rts.num_nodes, etc_rts.num_nodes == 1 ? "" : "s");

@@ -1,4 +1,5 @@
-/* term.c: termination by quiescence across nodes (reference section 3).
+/* term.c: termination by quiescence across nodes (reference section 3;
+ * docs/protocols.md, rules W1-W6).
  *
  * The run is over when no node has a ready thread or a token and no work
  * message is in flight. Every node counts the work messages it has sent and
@@ -83,6 +84,7 @@ void etc_term_leave_idle(void)
     term_state()->idle = 0;
 }
 
+/* W3 */
 static void start_wave(void)
 {
     etc_term *t = term_state();
@@ -98,6 +100,7 @@ static void start_wave(void)
         etc_send(k, ETC_M_TERM_PROBE, &m, sizeof m, NULL, 0);
 }
 
+/* W4, W5 */
 static void end_wave(void)
 {
     etc_term *t = term_state();

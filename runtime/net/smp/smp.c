@@ -20,6 +20,8 @@
  * Block moves read or write the other node's memory once: a memcpy where it
  * lies in memory every node maps (its globals and its heap, smp_share.c), or
  * process_vm_readv/writev where the kernel allows it.
+ *
+ * docs/protocols.md describes the protocol (rules R1-R12); the code cites them.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -49,12 +51,13 @@ ETC_NET_LAYER("smp");
 #define SMP_MAX_NODES 1024
 #define LINE 64
 
+/* R2: a ring's two counters, each written by one side only. */
 typedef struct {
     _Alignas(LINE) _Atomic uint64_t head; /* written by the producer */
     _Alignas(LINE) _Atomic uint64_t tail; /* written by the consumer */
 } ring_ctl;
 
-/* The start of the shared control region. */
+/* The start of the shared control region (R1). */
 typedef struct {
     _Alignas(LINE) pthread_mutex_t out_lock; /* whole lines of output */
     _Atomic uint32_t started;                /* nodes past etc_net_start */
@@ -69,7 +72,7 @@ typedef struct {
     _Atomic int32_t pid;
 } node_ctl;
 
-/* A record in a ring: header, body, padding to 8 bytes. */
+/* A record in a ring: header, body, padding to 8 bytes (R3). */
 typedef struct {
     uint32_t len;
     uint16_t type;
@@ -132,9 +135,9 @@ static long futex(_Atomic uint32_t *addr, int op, uint32_t val, const struct tim
 }
 
 /* The core's boundary test is one compare of the watched word with
- * etc_net_key (net.h): its value at our last poll, or, while output waits in
- * the overflow queue, a value the word never reaches. Called wherever either
- * changes. */
+ * etc_net_key (net.h N6, protocols.md R6): its value at our last poll, or,
+ * while output waits in the overflow queue, a value the word never reaches.
+ * Called wherever either changes. */
 static void rekey(void)
 {
     ETC_ASSERT(smp.ovf_pending == (smp.ovf_records != 0));
@@ -155,8 +158,8 @@ static void put_pieces(unsigned char *d, const piece *pc, int npc)
 
 static void wake(int dest)
 {
-    /* Pairs with the fence in etc_net_wait: either the sleeper sees our record
-     * or we see it sleeping. */
+    /* R8: pairs with the fence in etc_net_wait: either the sleeper sees our
+     * record or we see it sleeping. */
     atomic_thread_fence(memory_order_seq_cst);
     node_ctl *c = &smp.ctl[dest];
     if (atomic_load_explicit(&c->sleeping, memory_order_relaxed)) {
@@ -193,11 +196,11 @@ static int ring_write(int dest, int type, int flags, const piece *pc, int npc, s
     head += total;
     ETC_ASSERT(pos + total <= smp.rbytes && head - smp.out_tail[dest] <= smp.rbytes);
     smp.out_head[dest] = head;
-    atomic_store_explicit(&r->head, head, memory_order_release);
-    /* With more than one sender, one word for the receiver to watch; an RMW,
-     * so that reading any value of it synchronizes with every write before (a
-     * release sequence), and the receiver then sees their records. (With two
-     * nodes the head is that word: it costs the sender nothing more.) */
+    atomic_store_explicit(&r->head, head, memory_order_release); /* R4 */
+    /* R5: with more than one sender, one word for the receiver to watch; an
+     * RMW, so that reading any value of it synchronizes with every write before
+     * (a release sequence), and the receiver then sees their records. (With
+     * two nodes the head is that word: it costs the sender nothing more.) */
     if (smp.n > 2)
         atomic_fetch_add_explicit(&smp.ctl[dest].bell, 1, memory_order_release);
     return 1;
@@ -230,7 +233,8 @@ static void ovf_append(int dest, int type, int flags, const piece *pc, int npc, 
     rekey();
 }
 
-/* Moves queued overflow into the rings; returns 1 if some is still queued. */
+/* Moves queued overflow into the rings (R7); returns 1 if some is still
+ * queued. */
 static int ovf_flush(void)
 {
     if (!smp.ovf_pending)
@@ -273,7 +277,7 @@ static int ovf_flush(void)
 
 static void send_record(int dest, int type, int flags, const piece *pc, int npc, size_t len)
 {
-    if (smp.ovf_head[dest] && ovf_flush() && smp.ovf_head[dest]) {
+    if (smp.ovf_head[dest] && ovf_flush() && smp.ovf_head[dest]) { /* R7 */
         ovf_append(dest, type, flags, pc, npc, len); /* keep the order */
         return;
     }
@@ -357,10 +361,10 @@ int etc_net_poll(void)
     smp.polling = 1;
     int count = 0;
     ovf_flush();
-    /* More than two nodes: every record is in its ring before it rings the bell
-     * (ring_write), so a bell unchanged since the last poll means nothing new,
-     * and a bell read here makes every record it counts visible to the scan.
-     * Two nodes: no bell; the one ring is always looked at. */
+    /* R5: with more than two nodes every record is in its ring before it rings
+     * the bell (ring_write), so a bell unchanged since the last poll means
+     * nothing new, and a bell read here makes every record it counts visible
+     * to the scan. Two nodes: no bell; the one ring is always looked at. */
     uint64_t bell = smp.n > 2 ? atomic_load_explicit(smp.watch, memory_order_acquire) : 0;
     int scan = smp.n == 2 || bell != smp.bell_seen;
     for (int i = 1; scan && i < smp.n; i++) {
@@ -400,7 +404,7 @@ void etc_net_wait(double seconds)
 {
     node_ctl *c = &smp.ctl[smp.me];
     if (smp.ovf_pending && (seconds < 0 || seconds > 100e-6))
-        seconds = 100e-6; /* our own queued output needs the receiver to drain */
+        seconds = 100e-6; /* R7: our own queued output needs the receiver to drain */
     uint32_t v = atomic_load_explicit(&c->futex, memory_order_relaxed);
     atomic_store_explicit(&c->sleeping, 1, memory_order_relaxed);
     atomic_thread_fence(memory_order_seq_cst);
@@ -418,6 +422,7 @@ void etc_net_wait(double seconds)
 
 /* ---------------------------------------------------------------- block moves */
 
+/* R12: a memcpy through shared memory, else process_vm_*, else -1 (messages). */
 static int direct(int node, void *local, const void *remote, size_t n, int write)
 {
     if (smp.direct < 0)
@@ -474,7 +479,7 @@ int etc_net_write_remote(int node, void *remote_dst, const void *local_src, size
 
 /* ---------------------------------------------------------------- output
  *
- * A node's stdout and stderr are replaced by line-buffered streams whose
+ * R10 (net.h N10): a node's stdout and stderr are replaced by line-buffered streams whose
  * complete lines are written under one process-shared lock to the run's own
  * stdout/stderr: a line is never split or mixed with another node's, for any
  * length, and lines appear in the order they were written (so a line a node
@@ -615,7 +620,7 @@ void etc_net_abort(void)
     _exit(1);
 }
 
-/* Every node waits until all are up, so that MAIN does not compute alone while
+/* R9: every node waits until all are up, so that MAIN does not compute alone while
  * the supervisor is still forking the others (node 1 of two started 0.1-5.6 ms
  * after node 0, against a 45 ms fib(32): a new child on the supervisor's CPU
  * can hold off the next fork for a time slice). With a CPU each, the nodes wait
@@ -670,7 +675,7 @@ static void kill_all(const pid_t *pids, int n)
             kill(pids[k], SIGKILL);
 }
 
-/* Waits for the nodes; the first failure or an interrupt ends them all. */
+/* Waits for the nodes; the first failure or an interrupt ends them all (R11). */
 static void __attribute__((noreturn)) supervise(pid_t *pids, const sigset_t *sigs)
 {
     int n = smp.n, alive = n, failed = 0, interrupted = 0;
@@ -728,7 +733,7 @@ void etc_net_start(int want, int *node_id, int *num_nodes)
     if (n > SMP_MAX_NODES)
         etc_die("the smp target runs at most %d nodes, not %d", SMP_MAX_NODES, n);
     smp.n = n;
-    /* rings of 256 KiB, smaller for many nodes so the region stays modest */
+    /* R1: rings of 256 KiB, smaller for many nodes so the region stays modest */
     size_t pairs = (size_t)n * (size_t)n;
     size_t rb = 256 * 1024;
     while (rb > 16 * 1024 && rb * pairs > ((size_t)1 << 30))

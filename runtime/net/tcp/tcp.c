@@ -56,7 +56,7 @@ ETC_NET_LAYER("tcp");
 #define SECRET_BYTES 32
 #define MAX_MESSAGE (256u << 10) /* the largest frame body; bigger messages are fragmented */
 #define FLUSH_AT (64u << 10)     /* write a peer's buffer once this much waits */
-#define NET_BYE 0xFFFFu          /* T3: "I am done": the EOF that follows is no loss */
+#define NET_BYE 0xFFFFu          /* T4: "I am done": the EOF that follows is no loss */
 #define POLL_INTERVAL 20e-6      /* F4: at thread boundaries, poll at most this often */
 #define STRANGER_SECONDS 2.0
 
@@ -212,7 +212,7 @@ static void __attribute__((noreturn)) quit_quietly(int status)
     _exit(status);
 }
 
-/* A peer vanished: the launcher reports it and stops the run. */
+/* A peer vanished: the launcher reports it and stops the run (T7). */
 static void lost(int k)
 {
     if (tcp.finishing) {
@@ -223,7 +223,8 @@ static void lost(int k)
     quit_quietly(1);
 }
 
-/* This node's handshake, and whether one received carries the run's secret. */
+/* This node's handshake (T2), and whether one received carries the run's
+ * secret. */
 static handshake own_handshake(void)
 {
     handshake h = {HS_MAGIC, WIRE_VERSION, (uint16_t)tcp.me, {0}};
@@ -382,7 +383,7 @@ static void stranger_close(int i, const char *why)
 }
 
 /* After start-up every node is connected: any new connection is a stranger,
- * closed (and logged) once its handshake shows it, or after a short wait. */
+ * closed (and logged) once its handshake shows it, or after a short wait (T8). */
 static void accept_strangers(void)
 {
     for (;;) {
@@ -429,7 +430,8 @@ static void read_strangers(void)
 
 /* After start-up a thread of its own listens to the launcher, so that a node in
  * a long computation (which polls nothing) still ends at once when the launcher
- * says KILL or goes away: that is how no node outlives a failed run, on any host. */
+ * says KILL or goes away: that is how no node outlives a failed run, on any host
+ * (T10, L6). */
 static void *watch_launcher(void *arg)
 {
     (void)arg;
@@ -542,6 +544,7 @@ void etc_net_wait(double seconds)
 
 /* ---------------------------------------------------------------- the end */
 
+/* T9: goodbyes, FINISHED, then drain. */
 void etc_net_finish(void)
 {
     fflush(stdout);
@@ -576,6 +579,7 @@ void etc_net_finish(void)
     exit(0);
 }
 
+/* T10: the launcher stops the others. */
 void etc_net_abort(void)
 {
     ctl_send("FATAL\n");
@@ -704,7 +708,7 @@ static void hello_peer(int k, int fd)
         die_startup("node %d (%s) answered the handshake wrongly", k, tcp.peers[k].addr);
 }
 
-/* Accepts the nodes above this one; strangers are closed and logged. */
+/* Accepts the nodes above this one (T1, T2); strangers are closed and logged. */
 static void accept_peers(double deadline)
 {
     int want = tcp.n - 1 - tcp.me;
@@ -797,7 +801,7 @@ void etc_net_start(int want, int *node_id, int *num_nodes)
     char hex[2 * SECRET_BYTES + 1];
     for (int i = 0; i < SECRET_BYTES; i++)
         snprintf(hex + 2 * i, 3, "%02x", tcp.secret[i]);
-    /* two addresses of the executable: every node must run the same binary */
+    /* L1; two addresses of the executable: every node must run the same binary */
     ctl_send("HELLO %d %d %s %d %s %lx %lx\n", WIRE_VERSION, tcp.me, hex, (int)getpid(), my_addr,
              (unsigned long)(uintptr_t)&etc_rts, (unsigned long)(uintptr_t)&etc_net_start);
 
@@ -810,7 +814,7 @@ void etc_net_start(int want, int *node_id, int *num_nodes)
         quit_quietly(1);
     if (strncmp(line, "KILL", 4) == 0)
         quit_quietly(1);
-    if (strncmp(line, "TABLE ", 6) != 0)
+    if (strncmp(line, "TABLE ", 6) != 0) /* L2 */
         die_startup("unexpected answer from the launcher");
     tcp.peers = calloc((size_t)tcp.n, sizeof *tcp.peers);
     if (!tcp.peers)
@@ -840,7 +844,7 @@ void etc_net_start(int want, int *node_id, int *num_nodes)
         set_nonblocking(tcp.peers[k].fd);
     }
     set_nonblocking(tcp.listener);
-    ctl_send("READY\n");
+    ctl_send("READY\n"); /* L3, then L4 */
     if (ctl_line(line, cap) < 0 || strcmp(line, "GO") != 0)
         quit_quietly(1);
     free(line);
