@@ -57,21 +57,6 @@ void etc_wire_free(etc_wire_buf *b)
     *b = (etc_wire_buf){0};
 }
 
-int etc_wire_next(etc_wire_buf *in, size_t max_len, etc_wire_hdr *h, const unsigned char **body)
-{
-    if (etc_wire_pending(in) < sizeof *h)
-        return 0;
-    memcpy(h, in->buf + in->off, sizeof *h);
-    if (h->len > max_len)
-        return -1;
-    if (etc_wire_pending(in) - sizeof *h < h->len)
-        return 0;
-    *body = in->buf + in->off + sizeof *h;
-    /* consumed now, but not moved: the bytes stay until the buffer next grows */
-    in->off += sizeof *h + h->len;
-    return 1;
-}
-
 /* ---------------------------------------------------------------- coalescing */
 
 void etc_coalesce_init(etc_coalesce *c, int n, size_t flush_at, size_t max_body,
@@ -105,16 +90,10 @@ static void put_fragment(void *ctx, int dest, int type, int flags, const etc_pie
         etc_coalesce_flush(c, dest);
 }
 
-void etc_coalesce_send(etc_coalesce *c, int dest, int type, const void *a, size_t alen,
-                       const void *b, size_t blen)
+void etc_coalesce_send_fragments(etc_coalesce *c, int dest, int type, const void *a,
+                                 size_t alen, const void *b, size_t blen)
 {
-    size_t len = alen + blen;
-    if (len > c->max_body) {
-        etc_frag_send(dest, type, a, alen, b, blen, c->max_body, put_fragment, c);
-        return;
-    }
-    etc_piece pc[2] = {{a, alen}, {b, blen}};
-    put_fragment(c, dest, type, 0, pc, 2, len);
+    etc_frag_send(dest, type, a, alen, b, blen, c->max_body, put_fragment, c);
 }
 
 void etc_coalesce_flush(etc_coalesce *c, int dest)

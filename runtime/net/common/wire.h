@@ -11,6 +11,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 typedef struct etc_wire_hdr {
     uint32_t len;   /* bytes of body that follow */
@@ -47,8 +48,23 @@ void etc_wire_free(etc_wire_buf *b);
 /* Parses the next frame from a buffer of received bytes: 1 with *h and *body
  * set (the body stays valid until the buffer changes; it is consumed), 0 when
  * the frame is not all there yet, -1 when its header says more than
- * `max_len` bytes of body (the sender is broken or hostile). */
-int etc_wire_next(etc_wire_buf *in, size_t max_len, etc_wire_hdr *h, const unsigned char **body);
+ * `max_len` bytes of body (the sender is broken or hostile). Inline: it runs
+ * once per message. */
+static inline int etc_wire_next(etc_wire_buf *in, size_t max_len, etc_wire_hdr *h,
+                                const unsigned char **body)
+{
+    if (etc_wire_pending(in) < sizeof *h)
+        return 0;
+    memcpy(h, in->buf + in->off, sizeof *h);
+    if (h->len > max_len)
+        return -1;
+    if (etc_wire_pending(in) - sizeof *h < h->len)
+        return 0;
+    *body = in->buf + in->off + sizeof *h;
+    /* consumed now, but not moved: the bytes stay until the buffer next grows */
+    in->off += sizeof *h + h->len;
+    return 1;
+}
 
 /* ---- per-destination coalescing */
 
@@ -69,15 +85,40 @@ typedef struct etc_coalesce {
 
 void etc_coalesce_init(etc_coalesce *c, int n, size_t flush_at, size_t max_body,
                        etc_wire_writer write, void *ctx);
-/* Appends the message a|b for dest (fragmented above max_body); writes dest's
- * buffer at once when flush_at bytes wait. */
-void etc_coalesce_send(etc_coalesce *c, int dest, int type, const void *a, size_t alen,
-                       const void *b, size_t blen);
 /* Appends one frame of the layer's own (flags as given, never fragmented). */
 void etc_coalesce_put(etc_coalesce *c, int dest, int type, int flags, const etc_piece *pc,
                       int npc, size_t len);
 /* Writes what dest's writer takes now. */
 void etc_coalesce_flush(etc_coalesce *c, int dest);
+/* etc_coalesce_send of a message above max_body: as fragments (frag.h). */
+void etc_coalesce_send_fragments(etc_coalesce *c, int dest, int type, const void *a,
+                                 size_t alen, const void *b, size_t blen);
+
+/* Appends the message a|b for dest (fragmented above max_body); writes dest's
+ * buffer at once when flush_at bytes wait. Inline: it runs once per message. */
+static inline void etc_coalesce_send(etc_coalesce *c, int dest, int type, const void *a,
+                                     size_t alen, const void *b, size_t blen)
+{
+    size_t len = alen + blen;
+    if (len > c->max_body) {
+        etc_coalesce_send_fragments(c, dest, type, a, alen, b, blen);
+        return;
+    }
+    etc_wire_buf *w = &c->out[dest];
+    etc_wire_hdr h = {(uint32_t)len, (uint16_t)type, 0};
+    if (w->cap - w->len < sizeof h + len)
+        etc_wire_reserve(w, sizeof h + len);
+    unsigned char *p = w->buf + w->len;
+    memcpy(p, &h, sizeof h);
+    if (alen)
+        memcpy(p + sizeof h, a, alen);
+    if (blen)
+        memcpy(p + sizeof h + alen, b, blen);
+    w->len += sizeof h + len;
+    c->pending = 1;
+    if (w->len - w->off >= c->flush_at)
+        etc_coalesce_flush(c, dest);
+}
 /* The same for every destination; clears `pending` once nothing waits. */
 void etc_coalesce_flush_all(etc_coalesce *c);
 /* Forgets what waits for dest (it is gone, and that is expected). */

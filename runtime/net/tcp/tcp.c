@@ -334,6 +334,11 @@ static int deliver_frames(int k)
             bad_frame(k, "unknown type");
         if (tcp.finishing)
             continue; /* N7 */
+        if (!h.flags && !p->frag.buf) { /* a whole message, not inside a fragmented one */
+            etc_deliver(k, h.type, body, h.len);
+            count++;
+            continue;
+        }
         int got = etc_frag_receive(&p->frag, NULL, k, h.type, h.flags, body, h.len);
         if (got < 0)
             bad_frame(k, "a fragment out of sequence");
