@@ -62,10 +62,16 @@ void etc_send(int dest, int type, const void *a, size_t alen, const void *b, siz
 {
     if (type <= ETC_M_LAST_WORK)
         etc_term_work_sent();
-    if (dest < 0 || dest >= etc_rts.num_nodes)
-        etc_fatal("a GLOBAL address names node %d, but the run has %d node%s", dest,
-                  etc_rts.num_nodes, etc_rts.num_nodes == 1 ? "" : "s");
+    if (dest < 0 || dest >= etc_rts.num_nodes) {
+        char nodes[64];
+        etc_fatal_in_thread("a GLOBAL address names node %d, which does not exist (%s)", dest,
+                            etc_run_nodes(nodes, sizeof nodes));
+    }
+#ifdef ETC_CHECK
+    etc_check_send(dest, type, a, alen, b, blen);
+#else
     etc_net_send(dest, type, a, alen, b, blen);
+#endif
 }
 
 static void send_comm(int dest, int type, const void *a, size_t alen, const void *b,
@@ -137,6 +143,11 @@ void etc_get_remote(const void *src, void *dest, size_t size, etc_slot *slot)
 
 void etc_invoke_remote(int node, etc_thread fn, void *pp, size_t size)
 {
+    if (node < 0 || node >= etc_rts.num_nodes) {
+        char nodes[64];
+        etc_fatal_in_thread("INVOKE: node %d does not exist (%s)", node,
+                            etc_run_nodes(nodes, sizeof nodes));
+    }
     msg_invoke m = {U64(fn), size};
     etc_send(node, ETC_M_INVOKE, &m, sizeof m, pp, size);
     etc_block_free(pp, size);
@@ -285,6 +296,10 @@ void etc_handle_work(int src, int type, const void *body, size_t len)
 
 void etc_deliver(int src, int type, const void *body, size_t len)
 {
+#ifdef ETC_CHECK
+    etc_origin outer;
+    etc_check_receive(&outer, &body, &len, src, type);
+#endif
     if (type >= ETC_M_SYNC && type <= ETC_M_LAST_WORK) {
         etc_term_work_received();
         etc_handle_work(src, type, body, len);
@@ -292,9 +307,14 @@ void etc_deliver(int src, int type, const void *body, size_t len)
         etc_term_message(src, type, body, len);
     } else if (type == ETC_M_PROF) {
         etc_prof_message(src, body, len);
+    } else if (type == ETC_M_WAITING) {
+        etc_waiting_message(src, body, len);
     } else if (type >= ETC_LB_MSG && type < ETC_LB_MSG + ETC_LB_MSG_COUNT) {
         etc_rts.priv->lb->message(src, type, body, len);
     } else {
         bad_message(src, type, len);
     }
+#ifdef ETC_CHECK
+    etc_check_received(&outer);
+#endif
 }

@@ -12,6 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#define ETC_INSIDE_RUNTIME /* etc.h: not the wrappers of generated code's calls */
 #include "etc.h"
 #include "lb/lb.h"
 #include "net/net.h"
@@ -35,6 +36,7 @@ enum etc_msg_type {
     ETC_M_TERM_IDLE,  /* node -> detector: I was busy at the last probe, now idle */
     ETC_M_TERM_EXIT,  /* detector -> node: the run is over */
     ETC_M_PROF,       /* node -> node 0: profile counters at the end */
+    ETC_M_WAITING,    /* node -> node 0: activations still alive at the end */
     ETC_M_TYPES = ETC_LB_MSG + ETC_LB_MSG_COUNT
 };
 
@@ -57,12 +59,24 @@ typedef struct etc_term {
     double next_wave;
 } etc_term;
 
+#ifdef ETC_CHECK
+/* What every message of the checking build starts with: where the operation
+ * that sent it ran (its .tc line, the thread, the node), handed on by handlers
+ * that send on, so that a report on another node names the sender. */
+typedef struct etc_origin {
+    uint64_t file, ip; /* const char *, etc_thread */
+    int32_t line, node;
+} etc_origin;
+#endif
+
 typedef struct etc_node_private {
     int in_thread_poll; /* inside POLL() in a running thread: busy */
     const etc_lb_ops *lb;
     void *lb_state;
     uint64_t rng;
     etc_term term;
+    int waiting_reports;            /* node 0: end-of-run reports received (deadlock.c) */
+    struct etc_waiting *waiting;    /* node 0: what they said */
     int prof_enabled;   /* a -prof build */
     int prof_reports;   /* node 0: counters received at the end */
     etc_prof *prof_all; /* node 0: every node's counters */
@@ -73,6 +87,8 @@ typedef struct etc_node_private {
     void **check_quarantine;
     size_t *check_quarantine_size;
     int check_quarantine_next;
+    etc_origin check_from; /* the message being handled, if check_from_valid */
+    int check_from_valid;
 #endif
 } etc_node_private;
 
@@ -94,6 +110,47 @@ void etc_term_idle_step(void);
 double etc_term_wait_hint(void);
 void etc_term_message(int src, int type, const void *body, size_t len);
 
+/* functions.c: the program's threaded functions (etc.h etc_fn_info) */
+etc_fn_info *const *etc_fns_begin(void);
+etc_fn_info *const *etc_fns_end(void);
+const etc_fn_info *etc_fn_of_thread(etc_thread ip, const etc_thread_info **thread);
+int etc_fn_is_known(const void *fn);
+void etc_describe_thread(etc_thread ip, char *buf, size_t cap);
+int etc_thread_start(etc_thread ip, const char **file, int *line);
+/* What each of n nodes was running when the run was interrupted, as
+ * "nodes 0-3 were in thread 1 of 'spin' (forever.tc:15); node 4 was idle" (a
+ * supervisor reads etc_rts.running of each node; ETC_RUNNING_UNKNOWN: unread). */
+#define ETC_RUNNING_UNKNOWN ((etc_thread)(uintptr_t)1)
+void etc_describe_nodes(const etc_thread *ran, int n, char *buf, size_t cap);
+
+/* deadlock.c: at the end of a run, what is still waiting. Every node calls it;
+ * node 0 reports and returns 1 if MAIN never ended (a deadlock). */
+int etc_waiting_report(void);
+void etc_waiting_message(int src, const void *body, size_t len);
+
+/* A slot still waiting at the end (checking build): where it was armed. Names and
+ * files are pointers into the executable, the same on every node. */
+typedef struct etc_waiting_slot {
+    uint64_t fname, file;
+    int32_t slot, cnt, line, node;
+} etc_waiting_slot;
+#ifdef ETC_CHECK
+int etc_check_waiting_slots(etc_waiting_slot *out, int max);
+/* check.c: messages carry their origin (etc_send, etc_deliver) */
+void etc_check_send(int dest, int type, const void *a, size_t alen, const void *b, size_t blen);
+void etc_check_receive(etc_origin *outer, const void **body, size_t *len, int src, int type);
+void etc_check_received(const etc_origin *outer);
+#endif
+
+/* crash.c: fatal signals and interrupts reported with the thread and line */
+void etc_crash_init(void);
+
+/* lines.c (checking build): the .tc line of a code address, from the debug info */
+#ifdef ETC_CHECK
+void etc_lines_init(void);
+int etc_lines_find(uintptr_t pc, const char **file, int *line);
+#endif
+
 /* prof.c */
 void etc_prof_finish(void);
 void etc_prof_message(int src, const void *body, size_t len);
@@ -101,6 +158,11 @@ void etc_prof_message(int src, const void *body, size_t len);
 /* fatal.c: `etc: error: node K: ...`, then the whole run ends */
 void etc_fatal(const char *fmt, ...) __attribute__((noreturn, format(printf, 1, 2)));
 void etc_vfatal(const char *fmt, va_list ap) __attribute__((noreturn));
+/* A fatal error the running thread caused: names the thread and, in the
+ * checking build, the .tc line of the primitive (or the sender's, in a handler). */
+void etc_fatal_in_thread(const char *fmt, ...) __attribute__((noreturn, format(printf, 1, 2)));
+/* "the run has 2 nodes: 0-1", for messages about a node that does not exist */
+const char *etc_run_nodes(char *buf, size_t cap);
 /* The same from a layer that has no node yet (start-up, supervisor). */
 void etc_die(const char *fmt, ...) __attribute__((noreturn, format(printf, 1, 2)));
 

@@ -84,6 +84,7 @@ void etc_poll(void)
 /* CALL: the callee's thread 0 runs at once, on this node (Fig. 2.16). */
 void etc_call(etc_thread fn, void *pp)
 {
+    etc_rts.running = fn;
     fn(pp);
 }
 
@@ -99,6 +100,7 @@ static int spin_limit(void)
 static int idle(int spins_max)
 {
     etc_node_private *p = etc_rts.priv;
+    etc_rts.running = NULL;
     if (etc_rts.num_nodes == 1)
         return 1; /* nothing can arrive: the node, and so the run, is quiescent */
     double t0 = etc_time();
@@ -175,12 +177,14 @@ static inline __attribute__((always_inline)) void run_loop(int kind, const bound
             etc_check_dispatch(&c);
 #endif
             ETC_PROF_ADD(threads_run, 1);
+            etc_rts.running = c.ip;
             c.ip(c.fp);
         } else if (tq->head != tq->tail) {
             etc_tok t = tq->buf[--tq->tail & tq->mask];
             ETC_PROF_ADD(threads_run, 1);
             ETC_PROF_ADD(tokens_consumed, 1);
             ETC_PROF_ADD(tokens_consumed_local, !t.remote);
+            etc_rts.running = t.fn;
             t.fn(t.pp);
         } else if (idle(spins_max)) {
             return;
@@ -232,6 +236,9 @@ static const char *lb_name(void)
 
 int main(int argc, char **argv)
 {
+    /* Whole lines, as the smp and tcp layers write them: a line printed before a
+     * crash is not lost in a buffer. */
+    setvbuf(stdout, NULL, _IOLBF, 0);
     int want = env_nodes();
     const char *lb = lb_name();
     if (*lb && !etc_lb_find(lb)) {
@@ -250,16 +257,17 @@ int main(int argc, char **argv)
 #ifdef ETC_PROF
     node_private.prof_enabled = 1;
 #endif
+    etc_crash_init();
     etc_alloc_init();
     etc_balance_init(*lb ? lb : (n == 1 ? "nop" : "spn"));
     node_private.start_time = etc_time();
     if (id == 0)
         etc_user_main(argc, argv);
     run();
-#ifdef ETC_CHECK
-    etc_check_report_waiting();
-#endif
     etc_rts.prof.elapsed = etc_time() - node_private.start_time;
+    int deadlock = etc_waiting_report();
     etc_prof_finish();
+    if (deadlock)
+        etc_net_abort(); /* reported: the run ends with status 1 */
     etc_net_finish();
 }

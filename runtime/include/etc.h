@@ -41,6 +41,10 @@ typedef struct etc_slot {
     int rst;
     etc_thread ip;
     void *fp;
+#ifdef ETC_CHECK
+    const char *init_file; /* the INIT_SYNC that armed it, for the deadlock report */
+    int init_line;
+#endif
 } etc_slot;
 
 typedef etc_slot SLOT;
@@ -79,6 +83,37 @@ typedef struct etc_ret {
     ((ETC_PTR_TYPE(p))(((uintptr_t)(p) & ETC_ADDR_MASK) | etc_make_tag(node)))
 #define ETC_OWNER_OF(g) etc_owner_of((const void *)(g))
 #define ETC_IS_OWNER(g) etc_is_local((const void *)(g))
+
+/* ---------------------------------------------------------------- threaded functions
+ *
+ * etcpre emits a descriptor beside each threaded function: its name, where it is
+ * in the .tc file, its threads (each C function with its thread number and first
+ * line) and how many of its activations are alive on this node (thread 0 has run,
+ * END_FUNCTION/RETURN not yet). The runtime finds them all through the linker
+ * section etc_fns, and uses them to say which function a crash, an interrupt or
+ * a remote misuse happened in, and which functions a deadlocked run left waiting.
+ */
+typedef struct etc_thread_info {
+    etc_thread ip;
+    int number; /* THREAD_n: n (thread 0: the function's start); after the k-th CALL: -k */
+    int line;   /* the .tc line it starts at */
+} etc_thread_info;
+
+typedef struct etc_fn_info {
+    const char *name;
+    const char *file; /* the .tc file, as its #line directives name it */
+    int line;         /* of THREADED */
+    int nthreads;
+    const etc_thread_info *threads;
+    long live; /* activations alive on this node (per node: each node is a process) */
+} etc_fn_info;
+
+/* A pointer to each descriptor in section etc_fns: the runtime walks them between
+ * __start_etc_fns and __stop_etc_fns (pointers, so no padding comes between). */
+#define ETC_FN_REGISTER(d) \
+    __attribute__((used, section("etc_fns"))) static etc_fn_info *const d##_entry = &(d)
+#define etc_fn_enter(d) ((void)((d)->live++))
+#define etc_fn_leave(d) ((void)((d)->live--))
 
 /* ---------------------------------------------------------------- the node */
 
@@ -142,6 +177,7 @@ typedef struct etc_rts_t {
     uintptr_t gtag;  /* ETC_GTAG(node_id) */
     int node_id;
     int num_nodes;
+    etc_thread running; /* the thread the scheduler last started (for reports) */
     etc_prof prof;
     struct etc_node_private *priv;
 } etc_rts_t;
@@ -177,8 +213,12 @@ long etc_check_slot(long index, int nslots, const char *fname, const char *file,
 void *etc_check_deref(const void *g, const char *fname, const char *file, int line);
 void etc_check_signal(const etc_slot *s, const char *what, const char *file, int line);
 void etc_check_frame_free(void *fp, size_t size);
-void etc_check_report_waiting(void);
 void etc_check_dispatch(const etc_closure *c);
+/* The .tc line of the primitive that runs (set by the wrappers below): a remote
+ * operation carries it, so a report on another node names the sender's line. */
+extern const char *etc_check_file;
+extern int etc_check_line;
+#define ETC_AT(file, line) ((void)(etc_check_file = (file), etc_check_line = (line)))
 extern const char etc_abi_check;
 #define ETC_ABI_SYMBOL etc_abi_check
 #else
@@ -309,6 +349,19 @@ static inline void etc_init_sync(etc_slot *s, int cnt, int rst, etc_thread ip, v
     s->fp = fp;
 }
 
+#ifdef ETC_CHECK
+static inline void etc_init_sync_at(etc_slot *s, int cnt, int rst, etc_thread ip, void *fp,
+                                    const char *file, int line)
+{
+    etc_init_sync(s, cnt, rst, ip, fp);
+    s->init_file = file;
+    s->init_line = line;
+}
+/* generated code's INIT_SYNC: its #line directives make this the .tc line */
+#define etc_init_sync(s, cnt, rst, ip, fp) \
+    etc_init_sync_at((s), (cnt), (rst), (ip), (fp), __FILE__, __LINE__)
+#endif
+
 static inline void etc_fire(etc_slot *s)
 {
     s->cnt = s->rst;
@@ -345,6 +398,9 @@ static inline void etc_spawn(etc_thread ip, void *fp)
 
 static inline void etc_rsync_g(etc_slot *g, const char *file, int line)
 {
+#ifdef ETC_CHECK
+    ETC_AT(file, line);
+#endif
     if (etc_is_local(g)) {
         etc_slot *s = (etc_slot *)etc_addr(g);
 #ifdef ETC_CHECK
@@ -360,6 +416,9 @@ static inline void etc_rsync_g(etc_slot *g, const char *file, int line)
 
 static inline void etc_incr_rsync_g(etc_slot *g, int v, const char *file, int line)
 {
+#ifdef ETC_CHECK
+    ETC_AT(file, line);
+#endif
     if (etc_is_local(g)) {
         etc_slot *s = (etc_slot *)etc_addr(g);
 #ifdef ETC_CHECK
@@ -423,12 +482,20 @@ static inline void etc_return(etc_ret r)
 
 typedef void *etc_gword; /* the value of a _G transfer: a GLOBAL pointer */
 
+#ifdef ETC_CHECK
+#define ETC_SITE_FILE etc_check_file
+#define ETC_SITE_LINE etc_check_line
+#else
+#define ETC_SITE_FILE ((const char *)0)
+#define ETC_SITE_LINE 0
+#endif
+
 #define ETC_DATA_OP(X, T)                                                        \
     static inline void etc_data_sync_##X(T value, void *dest, etc_slot *slot)   \
     {                                                                            \
         if (etc_is_local(dest) && etc_is_local(slot)) {                          \
             *(T *)etc_addr(dest) = value;                                        \
-            etc_rsync(slot);                                                     \
+            etc_rsync_g(slot, ETC_SITE_FILE, ETC_SITE_LINE);                     \
         } else {                                                                 \
             etc_data_remote(dest, &value, sizeof(T), slot);                      \
         }                                                                        \
@@ -437,7 +504,7 @@ typedef void *etc_gword; /* the value of a _G transfer: a GLOBAL pointer */
     {                                                                            \
         if (etc_is_local(src) && etc_is_local(dest) && etc_is_local(slot)) {     \
             *(T *)etc_addr(dest) = *(const T *)etc_addr(src);                    \
-            etc_rsync(slot);                                                     \
+            etc_rsync_g(slot, ETC_SITE_FILE, ETC_SITE_LINE);                     \
         } else {                                                                 \
             etc_get_remote(src, dest, sizeof(T), slot);                          \
         }                                                                        \
@@ -451,6 +518,31 @@ ETC_DATA_OP(f, float)
 ETC_DATA_OP(d, double)
 ETC_DATA_OP(g, etc_gword)
 #undef ETC_DATA_OP
+
+#if defined(ETC_CHECK) && !defined(ETC_INSIDE_RUNTIME)
+/* Generated code's calls that may reach another node record their .tc line
+ * first (its #line directives make __LINE__ the .tc line). A macro may name the
+ * function it wraps: the inner name is not expanded again. */
+#define ETC_AT_HERE(call) (ETC_AT(__FILE__, __LINE__), call)
+#define etc_invoke(node, fn, pp, size) ETC_AT_HERE(etc_invoke((node), (fn), (pp), (size)))
+#define etc_rspawn(g, ip) ETC_AT_HERE(etc_rspawn((g), (ip)))
+#define etc_blkmov_sync(src, dest, n, slot) \
+    ETC_AT_HERE(etc_blkmov_sync((src), (dest), (n), (slot)))
+#define etc_data_sync_b(v, d, s) ETC_AT_HERE(etc_data_sync_b((v), (d), (s)))
+#define etc_data_sync_s(v, d, s) ETC_AT_HERE(etc_data_sync_s((v), (d), (s)))
+#define etc_data_sync_l(v, d, s) ETC_AT_HERE(etc_data_sync_l((v), (d), (s)))
+#define etc_data_sync_ll(v, d, s) ETC_AT_HERE(etc_data_sync_ll((v), (d), (s)))
+#define etc_data_sync_f(v, d, s) ETC_AT_HERE(etc_data_sync_f((v), (d), (s)))
+#define etc_data_sync_d(v, d, s) ETC_AT_HERE(etc_data_sync_d((v), (d), (s)))
+#define etc_data_sync_g(v, d, s) ETC_AT_HERE(etc_data_sync_g((v), (d), (s)))
+#define etc_get_sync_b(src, d, s) ETC_AT_HERE(etc_get_sync_b((src), (d), (s)))
+#define etc_get_sync_s(src, d, s) ETC_AT_HERE(etc_get_sync_s((src), (d), (s)))
+#define etc_get_sync_l(src, d, s) ETC_AT_HERE(etc_get_sync_l((src), (d), (s)))
+#define etc_get_sync_ll(src, d, s) ETC_AT_HERE(etc_get_sync_ll((src), (d), (s)))
+#define etc_get_sync_f(src, d, s) ETC_AT_HERE(etc_get_sync_f((src), (d), (s)))
+#define etc_get_sync_d(src, d, s) ETC_AT_HERE(etc_get_sync_d((src), (d), (s)))
+#define etc_get_sync_g(src, d, s) ETC_AT_HERE(etc_get_sync_g((src), (d), (s)))
+#endif
 
 #ifdef __cplusplus
 }

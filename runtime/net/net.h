@@ -71,6 +71,10 @@ void etc_net_finish(void) __attribute__((noreturn));
 /* Ends the whole run after a fatal error already printed on this node. */
 void etc_net_abort(void) __attribute__((noreturn));
 
+/* This node has printed the report of a fatal signal and is about to die of it
+ * (crash.c): the layer must not report it again. Async-signal-safe. */
+void etc_net_fatal_signal(void);
+
 /* Implemented by the core: runs the handler of one message. */
 void etc_deliver(int src, int type, const void *body, size_t len);
 

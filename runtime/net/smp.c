@@ -637,7 +637,8 @@ void etc_net_finish(void)
         nanosleep(&ts, NULL);
     }
     drain_output();
-    atomic_store(&S.ctl[S.me].finished, 1);
+    if (S.ctl)
+        atomic_store(&S.ctl[S.me].finished, 1);
     exit(0);
 }
 
@@ -647,6 +648,12 @@ void etc_net_abort(void)
     if (S.ctl)
         atomic_store(&S.ctl[S.me].reported, 1);
     _exit(1);
+}
+
+void etc_net_fatal_signal(void)
+{
+    if (S.ctl)
+        atomic_store(&S.ctl[S.me].reported, 1);
 }
 
 /* Every node waits until all are up, so that MAIN does not compute alone while
@@ -704,18 +711,38 @@ static void kill_all(const pid_t *pids, int n)
             kill(pids[k], SIGKILL);
 }
 
+/* What each node was running (etc_rts.running, read from its memory), for the
+ * message of an interrupt: a thread that never ends is named. */
+static void note_running(const pid_t *pids, int n, char *buf, size_t cap)
+{
+    etc_thread *ran = calloc((size_t)n, sizeof *ran);
+    buf[0] = 0;
+    if (!ran)
+        return;
+    for (int k = 0; k < n; k++) {
+        struct iovec here = {&ran[k], sizeof ran[k]}, there = {&etc_rts.running, sizeof ran[k]};
+        if (pids[k] <= 0 || process_vm_readv(pids[k], &here, 1, &there, 1, 0) != sizeof ran[k])
+            ran[k] = ETC_RUNNING_UNKNOWN;
+    }
+    etc_describe_nodes(ran, n, buf, cap);
+    free(ran);
+}
+
 /* Waits for the nodes; the first failure or an interrupt ends them all. */
 static void __attribute__((noreturn)) supervise(pid_t *pids, const sigset_t *sigs)
 {
     int n = S.n, alive = n, failed = 0, interrupted = 0;
+    char ran[1024] = "";
     while (alive > 0) {
         siginfo_t si;
         int sig = sigwaitinfo(sigs, &si);
         if (sig < 0)
             continue;
         if (sig != SIGCHLD) {
-            if (!interrupted && !failed)
+            if (!interrupted && !failed) {
+                note_running(pids, n, ran, sizeof ran);
                 kill_all(pids, n);
+            }
             if (!interrupted)
                 interrupted = sig;
             continue;
@@ -748,8 +775,8 @@ static void __attribute__((noreturn)) supervise(pid_t *pids, const sigset_t *sig
     free(pids);
     if (interrupted) {
         const char *abbrev = sigabbrev_np(interrupted);
-        dprintf(2, "etc: interrupted (SIG%s): stopped all %d node%s\n", abbrev ? abbrev : "?", n,
-                n == 1 ? "" : "s");
+        dprintf(2, "etc: interrupted (SIG%s): stopped all %d node%s%s%s\n", abbrev ? abbrev : "?",
+                n, n == 1 ? "" : "s", ran[0] ? "; " : "", ran);
         _exit(128 + interrupted);
     }
     _exit(failed ? 1 : 0);
@@ -761,6 +788,17 @@ void etc_net_start(int want, int *node_id, int *num_nodes)
     int n = want ? want : (int)(cpus > 0 ? cpus : 1);
     if (n > SMP_MAX_NODES)
         etc_die("the smp target runs at most %d nodes, not %d", SMP_MAX_NODES, n);
+    const char *tag = getenv("ETC_TAG_OUTPUT");
+    tag_output = tag && *tag && strcmp(tag, "0") != 0;
+    if (n == 1 && !tag_output) {
+        /* One node needs no supervisor, no fork and nothing shared: the program's
+         * own process is node 0, as a debugger expects (docs/debugging.md). The
+         * core reports its crash or interrupt itself. */
+        S.n = 1;
+        *node_id = 0;
+        *num_nodes = 1;
+        return;
+    }
     S.n = n;
     /* rings of 256 KiB, smaller for many nodes so the region stays modest */
     size_t pairs = (size_t)n * (size_t)n;
@@ -801,8 +839,6 @@ void etc_net_start(int want, int *node_id, int *num_nodes)
     if (preload && strstr(preload, "vgpreload"))
         share = 0;
     etc_smp_share_reserve(n, share);
-    const char *tag = getenv("ETC_TAG_OUTPUT");
-    tag_output = tag && *tag && strcmp(tag, "0") != 0;
     fflush(stdout);
     fflush(stderr);
 
@@ -829,7 +865,11 @@ void etc_net_start(int want, int *node_id, int *num_nodes)
                 _exit(1); /* the supervisor is already gone */
             etc_smp_share_attach(k);
             prctl(PR_SET_PTRACER, PR_SET_PTRACER_ANY, 0, 0, 0); /* for process_vm_* */
-            signal(SIGINT, SIG_IGN); /* Ctrl-C: the supervisor stops every node */
+            /* Ctrl-C, a hang-up or SIGTERM to the process group: the supervisor
+             * names what each node was running, then stops them all */
+            signal(SIGINT, SIG_IGN);
+            signal(SIGTERM, SIG_IGN);
+            signal(SIGHUP, SIG_IGN);
             sigprocmask(SIG_SETMASK, &old, NULL);
             if (k != 0) {
                 int null = open("/dev/null", O_RDONLY);

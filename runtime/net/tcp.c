@@ -675,6 +675,13 @@ void etc_net_abort(void)
     quit_quietly(1);
 }
 
+void etc_net_fatal_signal(void)
+{
+    static const char fatal[] = "FATAL\n";
+    if (T.ctl >= 0)
+        write_exact(T.ctl, fatal, sizeof fatal - 1);
+}
+
 /* ---------------------------------------------------------------- start-up */
 
 static int hexval(int c)
