@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from etcpre import toolchain
-from etcpre.cli.common import run_main
+from etcpre.cli.common import run_main, version_text
 from etcpre.diagnostics import DiagnosticSink
 from etcpre.source import SourceError, SourceFile
 from etcpre.translate import Options as TranslateOptions
@@ -46,6 +46,7 @@ Translate Threaded-C (.tc) files, compile them and link them with the etc runtim
   -keep              keep the generated C as NAME.c in the current directory
   -v                 print the commands run
   -h, --help         this help
+  --version          etcc's version
 Any other option starting with '-' is passed to the C compiler.
 """
 
@@ -92,6 +93,9 @@ def parse(argv: list[str]) -> Options:
         a = argv[i]
         if a in ("-h", "--help"):
             raise SystemExit(_help())
+        if a == "--version":
+            sys.stdout.write(version_text("etcc"))
+            raise SystemExit(0)
         if a == "-c":
             o.mode, i = "c", i + 1
         elif a == "-S":
@@ -164,7 +168,12 @@ class Driver:
     def __init__(self, o: Options, tmp: Path) -> None:
         self.o = o
         self.tmp = tmp
-        self.cc = shlex.split(os.environ.get("CC") or "cc")
+        try:
+            self.cc = shlex.split(os.environ.get("CC") or "cc")
+        except ValueError as exc:
+            raise UsageError(f"$CC is not a command line ({exc}): {os.environ['CC']}") from None
+        if not self.cc:
+            raise UsageError("$CC is empty of words")
         self.sanitize = any(f.startswith("-fsanitize=") for f in o.cc_flags)
 
     def say(self, cmd: list[str]) -> None:
@@ -287,6 +296,9 @@ def _body(argv: list[str]) -> int:
     try:
         with tempfile.TemporaryDirectory(prefix="etcc-") as tmp:
             return Driver(o, Path(tmp)).main()
+    except UsageError as exc:
+        sys.stderr.write(f"etcc: error: {exc}\n")
+        return 2
     except toolchain.ToolchainError as exc:
         sys.stderr.write(f"etcc: error: {exc}\n")
         return 1

@@ -132,8 +132,8 @@ class Launcher:
         self.phase = "start"  # "run" once every node has been told GO
         # control connections that have not said HELLO yet: (input, peer, deadline)
         self.pending: dict[socket.socket, tuple[bytearray, object, float]] = {}
-        self.stdout: object | None = sys.stdout.buffer
-        self.stderr: object | None = sys.stderr.buffer
+        self.stdout: object | None = getattr(sys.stdout, "buffer", None)  # None: closed
+        self.stderr: object | None = getattr(sys.stderr, "buffer", None)
 
     # ---------------------------------------------------------------- output
 

@@ -5,7 +5,6 @@
  * empty the node is idle: it polls the network, lets the balancer look for
  * work, takes part in termination detection and, after a short spin, blocks
  * in the network layer until a message arrives. */
-#include <errno.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -218,10 +217,15 @@ static int env_nodes(void)
     const char *s = getenv("ETC_NODES");
     if (!s || !*s)
         return 0;
-    char *end;
-    errno = 0;
-    long n = strtol(s, &end, 10);
-    if (errno || *end || n < 1 || n > ETC_MAX_NODES)
+    /* decimal digits only, as etcrun reads it (etcpre/cli/common.py node_count):
+     * no sign, space or '_' */
+    long n = 0;
+    for (const char *c = s; *c; c++) {
+        if (*c < '0' || *c > '9' || n > ETC_MAX_NODES)
+            etc_die("ETC_NODES='%s' is not a node count (1 to %d)", s, ETC_MAX_NODES);
+        n = n * 10 + (*c - '0');
+    }
+    if (n < 1 || n > ETC_MAX_NODES)
         etc_die("ETC_NODES='%s' is not a node count (1 to %d)", s, ETC_MAX_NODES);
     return (int)n;
 }
