@@ -215,8 +215,8 @@ class Driver:
         flags = ["-std=gnu11", f"-I{toolchain.include_dir()}", "-fno-pie", *self.o.cpp]
         if self.o.check:
             flags.append("-DETC_CHECK")
-        if self.o.prof:
-            flags.append("-DETC_PROF")
+        if self.o.prof:  # line tables: the profile places samples by line (core/prof.c)
+            flags += ["-DETC_PROF"] + ([] if self.o.check else ["-g1"])
         return flags + self.o.cc_flags
 
     def compile(self, src: str | Path, out: Path | None, mode: str) -> int:

@@ -13,7 +13,7 @@
  * address whose row is etc.h's is given the last .tc row before it in the same
  * sequence: the statement that called the inline function.
  */
-#ifdef ETC_CHECK
+#if defined(ETC_CHECK) || defined(ETC_PROF)
 #include <elf.h>
 #include <fcntl.h>
 #include <link.h>
@@ -143,9 +143,11 @@ static int first_object_bias(struct dl_phdr_info *info, size_t size, void *out)
     return 1; /* the first object is the executable */
 }
 
-/* At start-up (not in a handler): maps the executable and finds its line table. */
+/* Not in a handler: maps the executable and finds its line table (once). */
 void etc_lines_init(void)
 {
+    if (D.ready)
+        return;
     D.ready = -1;
     int fd = open("/proc/self/exe", O_RDONLY | O_CLOEXEC);
     if (fd < 0)
@@ -367,6 +369,7 @@ static void file_name(const unit *u, uint64_t index, const char **dir, const cha
     }
 }
 
+#ifdef ETC_CHECK
 /* Does a #line name (as the descriptors hold it) name the file dir/name? The
  * compiler splits it into a directory and a name; a relative one may also be
  * relative to the compilation's directory. */
@@ -396,6 +399,7 @@ static const char *program_file(const unit *u, uint64_t index)
             return (*f)->file;
     return NULL;
 }
+#endif
 
 typedef struct {
     uint64_t address;
@@ -403,44 +407,34 @@ typedef struct {
     int64_t line;
 } row;
 
-/* Runs the unit's line program; if a row range holds pc, answers and returns 1. */
-static int search_unit(const unit *u, uint64_t pc, const char **file, int *line)
+/* A row's range of addresses as the walker hands it on. */
+typedef struct {
+    uint64_t lo, hi; /* [lo, hi) */
+    uint64_t file;   /* the unit's file index */
+    int line;
+    int first;       /* the first range of its sequence */
+} range;
+
+/* Runs the unit's line program and calls fn for every address range; stops and
+ * returns 1 when fn does. */
+static int walk_unit(const unit *u, int (*fn)(void *ctx, const unit *u, const range *r), void *ctx)
 {
     cursor c = {u->program, u->end, 0};
-    row r = {0, 1, 1}, prev = {0, 0, 0}, good = {0, 0, 0};
-    int have_prev = 0, have_good = 0;
-    uint64_t seen_file = (uint64_t)-1;
-    const char *seen_name = NULL, *good_name = NULL;
+    row r = {0, 1, 1}, prev = {0, 0, 0};
+    int have_prev = 0, first = 1;
 #define EMIT(end_seq)                                                                     \
     do {                                                                                  \
-        if (have_prev && prev.address <= pc && pc < r.address) {                         \
-            const char *name = program_file(u, prev.file);                                \
-            if (name) {                                                                   \
-                *file = name;                                                             \
-                *line = (int)prev.line;                                                   \
+        if (have_prev && r.address > prev.address) {                                     \
+            range g = {prev.address, r.address, prev.file, (int)prev.line, first};        \
+            first = 0;                                                                    \
+            if (fn(ctx, u, &g))                                                           \
                 return 1;                                                                 \
-            }                                                                             \
-            if (have_good) {                                                              \
-                *file = good_name;                                                        \
-                *line = (int)good.line;                                                   \
-                return 1;                                                                 \
-            }                                                                             \
-            return 0;                                                                     \
-        }                                                                                 \
-        if (have_prev && prev.file != seen_file) {                                        \
-            seen_file = prev.file;                                                        \
-            seen_name = program_file(u, prev.file);                                       \
-        }                                                                                 \
-        if (have_prev && seen_name) {                                                     \
-            good = prev;                                                                  \
-            good_name = seen_name;                                                        \
-            have_good = 1;                                                                \
         }                                                                                 \
         prev = r;                                                                         \
         have_prev = !(end_seq);                                                           \
         if (end_seq) {                                                                    \
             r = (row){0, 1, 1};                                                           \
-            have_good = 0;                                                                \
+            first = 1;                                                                    \
         }                                                                                 \
     } while (0)
     while (c.p < c.end && !c.bad) {
@@ -494,20 +488,102 @@ static int search_unit(const unit *u, uint64_t pc, const char **file, int *line)
     return 0;
 }
 
-/* The .tc file and line of code address pc (0 if unknown). */
-int etc_lines_find(uintptr_t pc, const char **file, int *line)
+/* Calls fn for every unit of the table; stops when it returns 1. */
+static int walk_all(int (*fn)(void *ctx, const unit *u, const range *r), void *ctx)
 {
-    if (D.ready != 1 || pc < D.bias)
-        return 0;
-    uint64_t want = (uint64_t)(pc - D.bias);
     cursor c = {D.line, D.line + D.line_len, 0};
     while (c.p < c.end && !c.bad) {
         unit u;
         if (!read_unit(&c, &u))
             return 0;
-        if (search_unit(&u, want, file, line))
+        if (walk_unit(&u, fn, ctx))
             return 1;
     }
     return 0;
 }
+
+#ifdef ETC_CHECK
+/* The search for one address: the .tc row that holds it, or inside a sequence
+ * the last .tc row before an etc.h row that holds it. */
+typedef struct {
+    uint64_t pc;
+    uint64_t seen_file; /* file index of the last range looked at, and its .tc name */
+    const char *seen_name;
+    const char *good_name; /* the last .tc range of the sequence */
+    int good_line;
+    const char **file;
+    int *line;
+    int found;
+} search;
+
+static int search_range(void *ctx, const unit *u, const range *r)
+{
+    search *s = ctx;
+    if (r->first) {
+        s->good_name = NULL;
+        s->seen_file = (uint64_t)-1;
+    }
+    if (r->file != s->seen_file) {
+        s->seen_file = r->file;
+        s->seen_name = program_file(u, r->file);
+    }
+    if (r->lo <= s->pc && s->pc < r->hi) {
+        if (s->seen_name) {
+            *s->file = s->seen_name;
+            *s->line = r->line;
+        } else if (s->good_name) {
+            *s->file = s->good_name;
+            *s->line = s->good_line;
+        } else {
+            return 1; /* the address is not in a .tc file: stop, not found */
+        }
+        s->found = 1;
+        return 1;
+    }
+    if (s->seen_name) {
+        s->good_name = s->seen_name;
+        s->good_line = r->line;
+    }
+    return 0;
+}
+
+/* The .tc file and line of code address pc (0 if unknown). */
+int etc_lines_find(uintptr_t pc, const char **file, int *line)
+{
+    if (D.ready != 1 || pc < D.bias)
+        return 0;
+    search s = {(uint64_t)(pc - D.bias), (uint64_t)-1, NULL, NULL, 0, file, line, 0};
+    walk_all(search_range, &s);
+    return s.found;
+}
+#endif
+
+#ifdef ETC_PROF
+typedef struct {
+    etc_lines_fn fn;
+    void *ctx;
+    uint64_t file;
+    const char *dir, *name;
+} each;
+
+static int each_range(void *ctx, const unit *u, const range *r)
+{
+    each *e = ctx;
+    if (r->first || r->file != e->file) {
+        e->file = r->file;
+        file_name(u, r->file, &e->dir, &e->name);
+    }
+    e->fn(e->ctx, (uintptr_t)r->lo + D.bias, (uintptr_t)r->hi + D.bias, e->dir, e->name, r->line);
+    return 0;
+}
+
+int etc_lines_each(etc_lines_fn fn, void *ctx)
+{
+    if (D.ready != 1)
+        return 0;
+    each e = {fn, ctx, (uint64_t)-1, "", ""};
+    walk_all(each_range, &e);
+    return 1;
+}
+#endif
 #endif

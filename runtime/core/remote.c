@@ -300,6 +300,7 @@ void etc_deliver(int src, int type, const void *body, size_t len)
     etc_origin outer;
     etc_check_receive(&outer, &body, &len, src, type);
 #endif
+    ETC_PART_BEGIN(etc_prof_part_of_message(type));
     if (type >= ETC_M_SYNC && type <= ETC_M_LAST_WORK) {
         etc_term_work_received();
         etc_handle_work(src, type, body, len);
@@ -314,6 +315,7 @@ void etc_deliver(int src, int type, const void *body, size_t len)
     } else {
         bad_message(src, type, len);
     }
+    ETC_PART_END();
 #ifdef ETC_CHECK
     etc_check_received(&outer);
 #endif

@@ -78,8 +78,9 @@ typedef struct etc_node_private {
     int waiting_reports;            /* node 0: end-of-run reports received (deadlock.c) */
     struct etc_waiting *waiting;    /* node 0: what they said */
     int prof_enabled;   /* a -prof build */
-    int prof_reports;   /* node 0: counters received at the end */
-    etc_prof *prof_all; /* node 0: every node's counters */
+    int prof_reports;   /* node 0: nodes whose whole profile has come */
+    struct etc_prof_node *prof_all; /* node 0: every node's profile */
+    struct etc_prof_state *prof;    /* the sampler and the idle periods (prof.c) */
     double start_time;
 #ifdef ETC_CHECK
     struct etc_frame_hdr *check_live; /* live frames, for the end-of-run report */
@@ -145,14 +146,29 @@ void etc_check_received(const etc_origin *outer);
 /* crash.c: fatal signals and interrupts reported with the thread and line */
 void etc_crash_init(void);
 
-/* lines.c (checking build): the .tc line of a code address, from the debug info */
-#ifdef ETC_CHECK
+/* lines.c: the executable's line table (checking and -prof builds). The
+ * checking build finds the .tc line of a code address; the -prof build walks
+ * every address range with its file and line. */
+#if defined(ETC_CHECK) || defined(ETC_PROF)
 void etc_lines_init(void);
+#endif
+#ifdef ETC_CHECK
 int etc_lines_find(uintptr_t pc, const char **file, int *line);
 #endif
+#ifdef ETC_PROF
+typedef void (*etc_lines_fn)(void *ctx, uintptr_t lo, uintptr_t hi, const char *dir,
+                             const char *name, int line);
+int etc_lines_each(etc_lines_fn fn, void *ctx); /* 0: no line table */
+#endif
 
-/* prof.c */
+/* prof.c: the -prof build's sampler (C.1) runs from etc_prof_start() to
+ * etc_prof_stop(end); idle() records each idle period (C.2) */
+void etc_prof_start(void);
+void etc_prof_stop(double end);
+void etc_prof_idle_period(double start, double end, int balancer);
 void etc_prof_finish(void);
+/* The part a message's handler belongs to (the current one for the rest). */
+uint32_t etc_prof_part_of_message(int type);
 void etc_prof_message(int src, const void *body, size_t len);
 
 /* fatal.c: `etc: error: node K: ...`, then the whole run ends */
@@ -199,6 +215,24 @@ static inline int etc_work_here(void)
 #define ETC_PROF_ADD(field, n) (etc_rts.prof.field += (n))
 #else
 #define ETC_PROF_ADD(field, n) ((void)0)
+#endif
+
+/* -prof, C.1: the runtime marks the parts the address of an instruction cannot
+ * tell (idle, polling, the balancer, message handlers) in etc_rts.part; in a
+ * thread and in the scheduler the word is ETC_PART_APPLICATION and the sampled
+ * address decides between application, thread management, synchronization and
+ * scheduling (prof.c). */
+#ifdef ETC_PROF
+#define ETC_PART_GET() atomic_load_explicit(&etc_rts.part, memory_order_relaxed)
+#define ETC_PART_SET(p) atomic_store_explicit(&etc_rts.part, (uint32_t)(p), memory_order_relaxed)
+#define ETC_PART_BEGIN(p)                      \
+    uint32_t etc_part_outer_ = ETC_PART_GET(); \
+    ETC_PART_SET(p)
+#define ETC_PART_END() ETC_PART_SET(etc_part_outer_)
+#else
+#define ETC_PART_SET(p) ((void)0)
+#define ETC_PART_BEGIN(p) ((void)0)
+#define ETC_PART_END() ((void)0)
 #endif
 
 #endif

@@ -16,6 +16,7 @@
 #ifndef ETC_H_INCLUDED
 #define ETC_H_INCLUDED
 
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -147,7 +148,21 @@ typedef struct etc_tq {
     size_t mask, head, tail;
 } etc_tq;
 
-/* Appendix C counters, per node. Always in the layout; only -prof builds count. */
+/* Appendix C.1: the seven parts of a node's time. A -prof build writes the part
+ * it enters to etc_rts.part at each transition; a sampler (core/prof.c) reads it
+ * every ETC_PROF_PERIOD seconds and gives the interval to that part. */
+enum etc_part {
+    ETC_PART_APPLICATION,       /* running a thread's own code */
+    ETC_PART_THREAD_MANAGEMENT, /* frames, parameter frames, TOKEN/INVOKE/SPAWN/CALL/RETURN */
+    ETC_PART_SYNCHRONIZATION,   /* sync slots, data transfers, their messages */
+    ETC_PART_SCHEDULING,        /* between threads: picking the next one */
+    ETC_PART_LOAD_BALANCING,    /* the balancer's functions and messages */
+    ETC_PART_IDLE,              /* no work: waiting for some */
+    ETC_PART_POLLING,           /* the network at thread boundaries and in POLL() */
+    ETC_PARTS
+};
+
+/* Appendix C.2 counters, per node. Always in the layout; only -prof builds count. */
 typedef struct etc_prof {
     uint64_t tokens_generated, tokens_consumed, tokens_consumed_local;
     uint64_t threads_run;
@@ -155,6 +170,11 @@ typedef struct etc_prof {
     uint64_t extra_tokens, remote_comms;
     uint64_t idle_periods, balancer_idle_periods;
     double idle_time, balancer_idle_time, elapsed;
+    double part_time[ETC_PARTS]; /* C.1, seconds */
+    uint64_t samples;            /* how many samples made part_time */
+    /* what the counts of threads and tokens run are made from at the end, so that
+     * starting a thread counts nothing (core/prof.c) */
+    uint64_t own_tokens_sent, rq_returns, rq_taken_before_grow;
 } etc_prof;
 
 /* Frames and parameter frames come from per-size free lists: class c holds
@@ -178,6 +198,7 @@ typedef struct etc_rts_t {
     int node_id;
     int num_nodes;
     etc_thread running; /* the thread the scheduler last started (for reports) */
+    _Atomic uint32_t part; /* -prof: the enum etc_part the node is in */
     etc_prof prof;
     struct etc_node_private *priv;
 } etc_rts_t;
@@ -190,7 +211,13 @@ extern etc_rts_t etc_rts;
 /* ---------------------------------------------------------------- runtime calls */
 
 void etc_poll(void);
+/* Time (thesis 2.3.7, Fig. B.2): etc_time() in seconds, etc_time_raw() and its
+ * EARTH-MANNA name ct_read() in nanoseconds, all from one monotonic clock;
+ * etc_delay() busy-waits (it neither sleeps nor polls). */
 double etc_time(void);
+double etc_time_raw(void);
+double ct_read(void);
+void etc_delay(double seconds);
 void *etc_alloc_slow(size_t size);
 void etc_free_slow(void *p, size_t size);
 void etc_rq_grow(void);
@@ -253,6 +280,39 @@ static inline void *etc_addr(const void *g)
     return (void *)((uintptr_t)g & ETC_ADDR_MASK);
 }
 
+/* ---- frames in the checking build */
+
+#ifdef ETC_CHECK
+/* In the checking build every activation frame starts with this header, and the
+ * live frames of a node are linked, so that a run which ends with functions still
+ * waiting on their slots (often a deadlock) can say which. */
+typedef struct etc_frame_hdr {
+    uint32_t magic;
+    int nslots;
+    const char *fname;
+    struct etc_frame_hdr *prev, *next;
+} etc_frame_hdr;
+#define ETC_FRAME_LIVE 0x45544346u /* "ETCF" */
+#define ETC_FRAME_HEADER etc_frame_hdr _hdr;
+void etc_frame_check_init(void *fp, const char *fname, int nslots);
+#define ETC_SLOT(fp, index, nslots, fname, file, line) \
+    (&(fp)->_slots[etc_check_slot((long)(index), (nslots), (fname), (file), (line))])
+#define ETC_DEREF(g, fname, file, line) \
+    ((__typeof__(g))etc_check_deref((const void *)(g), (fname), (file), (line)))
+#else
+#define ETC_FRAME_HEADER
+#define etc_frame_check_init(fp, fname, nslots) ((void)0)
+#define ETC_SLOT(fp, index, nslots, fname, file, line) (&(fp)->_slots[(index)])
+#define ETC_DEREF(g, fname, file, line) ETC_TO_LOCAL(g)
+#endif
+
+/* The -prof build tells where a node's time goes partly by which line of this
+ * file a sampled instruction was compiled from (core/prof.c): the operations of
+ * thread management, then those of synchronization, stand between markers. */
+enum { ETC_LINES_THREAD_MANAGEMENT_FIRST = __LINE__ };
+
+/* ---- frames, queues, starting threads and functions (thread management) */
+
 static inline void *etc_frame_alloc(size_t size)
 {
     size_t c = (size + ETC_FREE_GRAIN - 1) / ETC_FREE_GRAIN;
@@ -313,31 +373,60 @@ static inline void etc_tq_push_tail(etc_thread fn, void *pp, size_t size)
     t->remote = 0;
 }
 
-/* ---- frames in the checking build */
+static inline void etc_spawn(etc_thread ip, void *fp)
+{
+    etc_rq_push(ip, fp, 1);
+}
 
-#ifdef ETC_CHECK
-/* In the checking build every activation frame starts with this header, and the
- * live frames of a node are linked, so that a run which ends with functions still
- * waiting on their slots (often a deadlock) can say which. */
-typedef struct etc_frame_hdr {
-    uint32_t magic;
-    int nslots;
-    const char *fname;
-    struct etc_frame_hdr *prev, *next;
-} etc_frame_hdr;
-#define ETC_FRAME_LIVE 0x45544346u /* "ETCF" */
-#define ETC_FRAME_HEADER etc_frame_hdr _hdr;
-void etc_frame_check_init(void *fp, const char *fname, int nslots);
-#define ETC_SLOT(fp, index, nslots, fname, file, line) \
-    (&(fp)->_slots[etc_check_slot((long)(index), (nslots), (fname), (file), (line))])
-#define ETC_DEREF(g, fname, file, line) \
-    ((__typeof__(g))etc_check_deref((const void *)(g), (fname), (file), (line)))
-#else
-#define ETC_FRAME_HEADER
-#define etc_frame_check_init(fp, fname, nslots) ((void)0)
-#define ETC_SLOT(fp, index, nslots, fname, file, line) (&(fp)->_slots[(index)])
-#define ETC_DEREF(g, fname, file, line) ETC_TO_LOCAL(g)
+static inline void etc_rspawn(void *g, etc_thread ip)
+{
+    if (etc_is_local(g))
+        etc_rq_push(ip, etc_addr(g), 1);
+    else
+        etc_rspawn_remote(g, ip);
+}
+
+/* ---- starting functions */
+
+static inline void etc_invoke(int node, etc_thread fn, void *pp, size_t size)
+{
+    if (node == etc_rts.node_id)
+        etc_rq_push(fn, pp, 0);
+    else
+        etc_invoke_remote(node, fn, pp, size);
+}
+
+static inline void etc_token(etc_thread fn, void *pp, size_t size)
+{
+#ifdef ETC_PROF
+    etc_rts.prof.tokens_generated++;
 #endif
+    etc_tq_push_tail(fn, pp, size);
+}
+
+/* The callee's RETURN() resumes the caller at the head of the ready queue, so
+ * the C stack unwinds between a CALL and its continuation. */
+static inline void etc_return(etc_ret r)
+{
+    if (r.ip) {
+#ifdef ETC_PROF
+        etc_rts.prof.rq_returns++;
+#endif
+        etc_rq *q = &etc_rts.rq;
+        if (q->tail - q->head > q->mask)
+            etc_rq_grow();
+        etc_closure *c = &q->buf[--q->head & q->mask];
+        c->ip = r.ip;
+        c->fp = r.fp;
+#ifdef ETC_CHECK
+        c->framed = 1;
+#endif
+    }
+}
+
+enum { ETC_LINES_THREAD_MANAGEMENT_LAST = __LINE__ };
+
+enum { ETC_LINES_SYNCHRONIZATION_FIRST = __LINE__ };
 
 /* ---- sync slots */
 
@@ -391,11 +480,6 @@ static inline void etc_incr_sync_local(etc_slot *s, int v)
 #define etc_incr_sync(s, v) etc_incr_sync_local((s), (v))
 #endif
 
-static inline void etc_spawn(etc_thread ip, void *fp)
-{
-    etc_rq_push(ip, fp, 1);
-}
-
 static inline void etc_rsync_g(etc_slot *g, const char *file, int line)
 {
 #ifdef ETC_CHECK
@@ -434,49 +518,6 @@ static inline void etc_incr_rsync_g(etc_slot *g, int v, const char *file, int li
 
 #define etc_rsync(g) etc_rsync_g((g), __FILE__, __LINE__)
 #define etc_incr_rsync(g, v) etc_incr_rsync_g((g), (v), __FILE__, __LINE__)
-
-static inline void etc_rspawn(void *g, etc_thread ip)
-{
-    if (etc_is_local(g))
-        etc_rq_push(ip, etc_addr(g), 1);
-    else
-        etc_rspawn_remote(g, ip);
-}
-
-/* ---- starting functions */
-
-static inline void etc_invoke(int node, etc_thread fn, void *pp, size_t size)
-{
-    if (node == etc_rts.node_id)
-        etc_rq_push(fn, pp, 0);
-    else
-        etc_invoke_remote(node, fn, pp, size);
-}
-
-static inline void etc_token(etc_thread fn, void *pp, size_t size)
-{
-#ifdef ETC_PROF
-    etc_rts.prof.tokens_generated++;
-#endif
-    etc_tq_push_tail(fn, pp, size);
-}
-
-/* The callee's RETURN() resumes the caller at the head of the ready queue, so
- * the C stack unwinds between a CALL and its continuation. */
-static inline void etc_return(etc_ret r)
-{
-    if (r.ip) {
-        etc_rq *q = &etc_rts.rq;
-        if (q->tail - q->head > q->mask)
-            etc_rq_grow();
-        etc_closure *c = &q->buf[--q->head & q->mask];
-        c->ip = r.ip;
-        c->fp = r.fp;
-#ifdef ETC_CHECK
-        c->framed = 1;
-#endif
-    }
-}
 
 /* ---- data transfer: local fast paths, the rest in the library */
 
@@ -518,6 +559,8 @@ ETC_DATA_OP(f, float)
 ETC_DATA_OP(d, double)
 ETC_DATA_OP(g, etc_gword)
 #undef ETC_DATA_OP
+
+enum { ETC_LINES_SYNCHRONIZATION_LAST = __LINE__ };
 
 #if defined(ETC_CHECK) && !defined(ETC_INSIDE_RUNTIME)
 /* Generated code's calls that may reach another node record their .tc line
