@@ -44,6 +44,11 @@ def include_dir() -> Path:
     return d
 
 
+def gdb_script() -> Path:
+    """The gdb extension for Threaded-C programs (docs/debugging.md)."""
+    return home() / "runtime" / "gdb" / "etc-gdb.py"
+
+
 def library(target: str, check: bool, prof: bool, sanitize: bool) -> Path:
     """The runtime archive for a target and build variant."""
     variant = ("_check" if check else "") + ("_prof" if prof else "")

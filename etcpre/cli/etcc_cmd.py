@@ -47,6 +47,7 @@ Translate Threaded-C (.tc) files, compile them and link them with the etc runtim
   -v                 print the commands run
   -h, --help         this help
   --version          etcc's version
+  --gdb-script       the path of etc-gdb.py: gdb -x "$(etcc --gdb-script)" ./prog
 Any other option starting with '-' is passed to the C compiler.
 """
 
@@ -95,6 +96,9 @@ def parse(argv: list[str]) -> Options:
             raise SystemExit(_help())
         if a == "--version":
             sys.stdout.write(version_text("etcc"))
+            raise SystemExit(0)
+        if a == "--gdb-script":
+            sys.stdout.write(f"{toolchain.gdb_script()}\n")
             raise SystemExit(0)
         if a == "-c":
             o.mode, i = "c", i + 1
