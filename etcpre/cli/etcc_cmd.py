@@ -223,8 +223,11 @@ class Driver:
             flags += ["-DETC_PROF"] + ([] if self.o.check else ["-g1"])
         return flags + self.o.cc_flags
 
-    def compile(self, src: str | Path, out: Path | None, mode: str) -> int:
-        cmd = [*self.cc, *self.cflags(), f"-{mode}", str(src)]
+    def compile(self, src: str | Path, out: Path | None, mode: str, tc: bool = False) -> int:
+        # a thread's frame stays on the stack while what it calls runs: a crash or
+        # an interrupt names the thread by it (runtime/core/functions.c)
+        threads = ["-fno-optimize-sibling-calls"] if tc else []
+        cmd = [*self.cc, *self.cflags(), *threads, f"-{mode}", str(src)]
         if out is not None:
             cmd += ["-o", str(out)]
         return self.run(cmd)
@@ -246,14 +249,15 @@ class Driver:
                     objects.append(f)
                 continue
             stem = Path(f).stem
+            tc = kind == "tc"
             if o.mode == "E":
-                rc = self.compile(src, Path(o.output) if o.output else None, "E")
+                rc = self.compile(src, Path(o.output) if o.output else None, "E", tc)
             elif o.mode in ("c", "S"):
                 ext = "o" if o.mode == "c" else "s"
-                rc = self.compile(src, Path(o.output or f"{stem}.{ext}"), o.mode)
+                rc = self.compile(src, Path(o.output or f"{stem}.{ext}"), o.mode, tc)
             else:
                 obj = self.tmp / f"{stem}_{len(objects)}.o"
-                rc = self.compile(src, obj, "c")
+                rc = self.compile(src, obj, "c", tc)
                 objects.append(str(obj))
             if rc != 0:
                 return rc

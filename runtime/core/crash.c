@@ -3,19 +3,21 @@
  * A crash in user code (SIGSEGV, SIGBUS, SIGFPE, SIGILL, abort's SIGABRT) is
  * reported by the node itself, on every target:
  *   etc: error: node 1: segmentation fault (SIGSEGV) in thread 0 of 'boom' (crash.tc:6)
- * naming the thread the scheduler was running (etc_rts.running, one store per
- * thread started) and where that thread starts; the checking build (etcc -g)
- * names the .tc line of the faulting statement instead, found in the
- * executable's line table (lines.c) for the interrupted address or, inside a
- * C function called from the thread, the first return address on the stack
- * that is a .tc line. Then the signal takes its course (the previous handler,
- * or the default action: a core dump where allowed, and the network layer
- * ends the run); etc_net_fatal_signal() tells the layer the node has reported.
+ * naming the thread it was in (the innermost thread function on the stack,
+ * functions.c etc_current_thread) and where that thread starts; the checking
+ * build (etcc -g) names the .tc line of the faulting statement instead, found
+ * in the executable's line table (debuginfo.c) for the interrupted address or,
+ * inside a C function called from the thread, the first return address on the
+ * stack that is a .tc line. Then the signal takes its course (the previous
+ * handler, or the default action: a core dump where allowed, and the network
+ * layer ends the run); etc_net_fatal_signal() tells the layer the node has
+ * reported.
  *
  * A process that is the whole run (seq, one smp node without fork) also says
  * which thread Ctrl-C, SIGTERM or SIGHUP interrupted; with several nodes the
- * supervisor or launcher owns those signals (smp reads each node's
- * etc_rts.running to name them).
+ * supervisor or launcher owns those signals, and a node answers SIGURG by
+ * writing the thread it is in to etc_rts.running, where the smp supervisor
+ * reads it before it stops the run.
  *
  * The handlers run on an alternate stack, so a stack overflow is reported too.
  */
@@ -129,17 +131,21 @@ static int tc_line(const void *uc, const char **file, int *line)
 typedef struct {
     const char *file;
     int line; /* > 0: the statement's line */
+    etc_thread ip;
     char thread[256];
 } place;
 
-static void where(const void *uc, place *p)
+static void where(const void *uc, place *p, etc_thread ip)
 {
     p->line = 0;
     if (!tc_line(uc, &p->file, &p->line))
         p->line = 0;
-    etc_thread ip = etc_rts.running;
-    if (!ip) {
-        snprintf(p->thread, sizeof p->thread, " while no thread was running");
+    p->ip = ip;
+    if (!ip || ip == ETC_RUNNING_BETWEEN) {
+        snprintf(p->thread, sizeof p->thread, "%s",
+                 !etc_have_symbols() ? " (in which thread is unknown: the program is stripped)"
+                 : ip                ? " between two threads"
+                                     : " while no thread was running");
         return;
     }
     char name[192];
@@ -180,7 +186,7 @@ static void on_fatal(int sig, siginfo_t *si, void *uc)
     while (index < (int)NFATAL && FATAL_SIGNALS[index] != sig)
         index++;
     place p;
-    where(uc, &p);
+    where(uc, &p, etc_current_thread());
     char at[320] = "";
     if (p.line > 0)
         snprintf(at, sizeof at, "%s:%d: ", p.file, p.line);
@@ -197,7 +203,7 @@ static void on_fatal(int sig, siginfo_t *si, void *uc)
     write_all(msg, n < (int)sizeof msg ? (size_t)n : sizeof msg - 1);
 #ifndef ETC_CHECK
     static const char note[] = "etc: note: build with etcc -g to see the line of the fault\n";
-    if (etc_rts.running)
+    if (p.ip)
         write_all(note, sizeof note - 1);
 #endif
     etc_net_fatal_signal();
@@ -211,16 +217,25 @@ static void on_interrupt(int sig, siginfo_t *si, void *uc)
     while (index < (int)NINTERRUPT && INTERRUPTS[index] != sig)
         index++;
     place p;
-    where(uc, &p);
+    where(uc, &p, etc_thread_busy_with());
     char at[320] = "";
     if (p.line > 0)
         snprintf(at, sizeof at, " at %s:%d,", p.file, p.line);
     char msg[1024];
     int n = snprintf(msg, sizeof msg, "etc: interrupted (SIG%s): node %d was%s%s\n",
                      signal_name(sig), etc_rts.node_id, at,
-                     etc_rts.running ? p.thread : " idle");
+                     p.ip ? p.thread : " idle");
     write_all(msg, n < (int)sizeof msg ? (size_t)n : sizeof msg - 1);
     pass_on(sig, si, (int)NFATAL + index, 1);
+}
+
+/* SIGURG from the smp supervisor: say which thread this node is in. */
+static void on_asked(int sig, siginfo_t *si, void *uc)
+{
+    (void)sig;
+    (void)si;
+    (void)uc;
+    etc_rts.running = etc_thread_busy_with();
 }
 
 static void install(int sig, void (*handler)(int, siginfo_t *, void *), struct sigaction *old)
@@ -246,14 +261,17 @@ void etc_crash_init(void)
         sigaltstack(&ss, NULL);
     }
 #ifdef ETC_CHECK
-    etc_lines_init();
+    etc_debuginfo_init();
     void *warm[1];
     backtrace(warm, 1); /* loads the unwinder now, not in a signal handler */
 #endif
     for (size_t i = 0; i < NFATAL; i++)
         install(FATAL_SIGNALS[i], on_fatal, &previous[i]);
-    if (etc_rts.num_nodes != 1)
-        return; /* the supervisor or the launcher stops the nodes and says why */
+    if (etc_rts.num_nodes != 1) {
+        /* the supervisor or the launcher stops the nodes and says why */
+        install(SIGURG, on_asked, NULL);
+        return;
+    }
     for (size_t i = 0; i < NINTERRUPT; i++) {
         struct sigaction now;
         if (sigaction(INTERRUPTS[i], NULL, &now) == 0 && now.sa_handler == SIG_DFL &&

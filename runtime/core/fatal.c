@@ -40,7 +40,7 @@ void etc_fatal_in_thread(const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    etc_thread ip = etc_rts.running;
+    etc_thread ip = etc_current_thread();
     const char *file = NULL;
     int line = 0, node = etc_rts.node_id;
 #ifdef ETC_CHECK

@@ -11,7 +11,9 @@
  * carry them in messages.
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unwind.h>
 
 #include "core/rts.h"
 
@@ -52,6 +54,76 @@ int etc_fn_is_known(const void *fn)
     return 0;
 }
 
+#ifndef ETC_CHECK
+/* The thread whose C function holds addr, by the symbol table: _f_n, or a part
+ * of it the compiler moved away (_f_n.cold). */
+static etc_thread thread_at(uintptr_t addr)
+{
+    const char *sym = etc_symbol_at(addr);
+    if (!sym || sym[0] != '_')
+        return NULL;
+    size_t len = strcspn(sym, ".");
+    for (etc_fn_info *const *f = etc_fns_begin(); f != etc_fns_end(); f++) {
+        size_t n = strlen((*f)->name);
+        if (len <= n + 2 || strncmp(sym + 1, (*f)->name, n) != 0 || sym[n + 1] != '_')
+            continue;
+        for (int k = 0; k < (*f)->nthreads; k++) {
+            const etc_thread_info *t = &(*f)->threads[k];
+            char entry[24];
+            snprintf(entry, sizeof entry, t->number < 0 ? "C%d" : "%d", abs(t->number));
+            if (len - n - 2 == strlen(entry) && strncmp(sym + n + 2, entry, len - n - 2) == 0)
+                return t->ip;
+        }
+    }
+    return NULL;
+}
+
+static _Unwind_Reason_Code frame_thread(struct _Unwind_Context *ctx, void *found)
+{
+    int exact = 0; /* the interrupted frame of a signal: its address is the instruction's */
+    uintptr_t ip = (uintptr_t)_Unwind_GetIPInfo(ctx, &exact);
+    if (!ip)
+        return _URC_END_OF_STACK;
+    *(etc_thread *)found = thread_at(exact ? ip : ip - 1);
+    return *(etc_thread *)found ? _URC_END_OF_STACK : _URC_NO_REASON;
+}
+#endif
+
+/* The normal build writes nothing down when a thread starts (that store cost fib
+ * 2.5% of its instructions): the innermost thread function on the stack is the
+ * thread (CALL's callee before its caller). etcc compiles the generated C with
+ * -fno-optimize-sibling-calls, so a thread's frame stays on the stack while the
+ * functions it calls run. */
+etc_thread etc_current_thread(void)
+{
+#ifdef ETC_CHECK
+    return etc_rts.running;
+#else
+    etc_thread found = NULL;
+    _Unwind_Backtrace(frame_thread, &found);
+    return found;
+#endif
+}
+
+/* For an interrupt: the thread the node is in; between two threads, the next
+ * one it will start if it knows, else ETC_RUNNING_BETWEEN; NULL when it has no
+ * work (idle). */
+etc_thread etc_thread_busy_with(void)
+{
+    etc_thread t = etc_current_thread();
+    if (t)
+        return t;
+    etc_rq *rq = &etc_rts.rq;
+    etc_tq *tq = &etc_rts.tq;
+    if (rq->buf && rq->head != rq->tail)
+        return rq->buf[rq->head & rq->mask].ip;
+    if (tq->buf && tq->head != tq->tail)
+        return tq->buf[(tq->tail - 1) & tq->mask].fn;
+    if (etc_rts.priv && etc_rts.priv->term.idle)
+        return NULL;
+    return ETC_RUNNING_BETWEEN; /* one taken from a queue, not yet started */
+}
+
 /* "thread 1 of 'crunch'", "the continuation after CALL 2 of 'f'", or "the thread
  * at 0x..." for an address no descriptor names. Safe in a signal handler. */
 void etc_describe_thread(etc_thread ip, char *buf, size_t cap)
@@ -84,6 +156,10 @@ static void running_text(etc_thread ip, char *buf, size_t cap)
     int line;
     if (!ip) {
         snprintf(buf, cap, "idle");
+        return;
+    }
+    if (ip == ETC_RUNNING_BETWEEN) {
+        snprintf(buf, cap, "between two threads");
         return;
     }
     char name[192];

@@ -203,8 +203,15 @@ typedef struct {
 } code_range;
 
 typedef struct {
+    const char *dir, *name;
+    uint32_t part; /* ETC_PARTS: etc.h, by line */
+} file_part;
+
+typedef struct {
     code_range *r;
     size_t n, cap;
+    file_part seen[8]; /* the files of the ranges just before: each is many ranges */
+    unsigned next;
 } code_map;
 
 static int named(const char *path, const char *parent, const char *base)
@@ -216,7 +223,8 @@ static int named(const char *path, const char *parent, const char *base)
     return strncmp(dir_end - d, parent, d) == 0 && (dir_end - d == path || dir_end[-d - 1] == '/');
 }
 
-static uint32_t part_of_line(const char *dir, const char *name, int line)
+/* The part of a file's code (ETC_PARTS for etc.h, whose part depends on the line). */
+static uint32_t part_of_file(const char *dir, const char *name)
 {
     char path[1024];
     if (name[0] == '/' || !dir[0])
@@ -225,13 +233,8 @@ static uint32_t part_of_line(const char *dir, const char *name, int line)
         snprintf(path, sizeof path, "%s/%s", dir, name);
     const char *slash = strrchr(path, '/');
     const char *base = slash ? slash + 1 : path;
-    if (strcmp(base, "etc.h") == 0) {
-        if (line >= ETC_LINES_THREAD_MANAGEMENT_FIRST && line <= ETC_LINES_THREAD_MANAGEMENT_LAST)
-            return ETC_PART_THREAD_MANAGEMENT;
-        if (line >= ETC_LINES_SYNCHRONIZATION_FIRST && line <= ETC_LINES_SYNCHRONIZATION_LAST)
-            return ETC_PART_SYNCHRONIZATION;
-        return ETC_PART_APPLICATION; /* GLOBAL pointers in the program's expressions */
-    }
+    if (strcmp(base, "etc.h") == 0)
+        return ETC_PARTS;
     if (named(path, "core", "clock.c")) /* the program's etc_time(), etc_delay() */
         return ETC_PART_APPLICATION;
     if (named(path, "core", "alloc.c"))
@@ -249,11 +252,30 @@ static uint32_t part_of_line(const char *dir, const char *name, int line)
     return ETC_PART_APPLICATION; /* the program's .tc and .c files, its headers */
 }
 
+static uint32_t part_of_line(code_map *m, const char *dir, const char *name, int line)
+{
+    uint32_t part = ETC_PARTS + 1;
+    for (unsigned i = 0; i < 8; i++)
+        if (m->seen[i].name == name && m->seen[i].dir == dir)
+            part = m->seen[i].part;
+    if (part > ETC_PARTS) {
+        part = part_of_file(dir, name);
+        m->seen[m->next++ % 8] = (file_part){dir, name, part};
+    }
+    if (part < ETC_PARTS)
+        return part;
+    if (line >= ETC_LINES_THREAD_MANAGEMENT_FIRST && line <= ETC_LINES_THREAD_MANAGEMENT_LAST)
+        return ETC_PART_THREAD_MANAGEMENT;
+    if (line >= ETC_LINES_SYNCHRONIZATION_FIRST && line <= ETC_LINES_SYNCHRONIZATION_LAST)
+        return ETC_PART_SYNCHRONIZATION;
+    return ETC_PART_APPLICATION; /* etc.h's GLOBAL pointers in the program's expressions */
+}
+
 static void add_range(void *ctx, uintptr_t lo, uintptr_t hi, const char *dir, const char *name,
                       int line)
 {
     code_map *m = ctx;
-    uint32_t part = part_of_line(dir, name, line);
+    uint32_t part = part_of_line(m, dir, name, line);
     if (m->n && m->r[m->n - 1].hi == lo && m->r[m->n - 1].part == part) {
         m->r[m->n - 1].hi = hi;
         return;
@@ -312,8 +334,9 @@ void etc_prof_stop(double end)
     s->started = 0;
     uint64_t hits[ETC_PARTS];
     memcpy(hits, s->hits, sizeof hits);
-    code_map m = {NULL, 0, 0};
-    etc_lines_init();
+    code_map m;
+    memset(&m, 0, sizeof m);
+    etc_debuginfo_init();
     etc_lines_each(add_range, &m);
     qsort(m.r, m.n, sizeof *m.r, by_start);
     for (size_t i = 0; i < PCS; i++)

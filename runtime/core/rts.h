@@ -118,10 +118,16 @@ const etc_fn_info *etc_fn_of_thread(etc_thread ip, const etc_thread_info **threa
 int etc_fn_is_known(const void *fn);
 void etc_describe_thread(etc_thread ip, char *buf, size_t cap);
 int etc_thread_start(etc_thread ip, const char **file, int *line);
+/* The thread this node is in (NULL: none): the innermost thread function on the
+ * stack (the checking build keeps it in etc_rts.running, for every message's
+ * origin). */
+etc_thread etc_current_thread(void);
+etc_thread etc_thread_busy_with(void); /* the same, or the next thread to start */
 /* What each of n nodes was running when the run was interrupted, as
  * "nodes 0-3 were in thread 1 of 'spin' (forever.tc:15); node 4 was idle" (a
  * supervisor reads etc_rts.running of each node; ETC_RUNNING_UNKNOWN: unread). */
 #define ETC_RUNNING_UNKNOWN ((etc_thread)(uintptr_t)1)
+#define ETC_RUNNING_BETWEEN ((etc_thread)(uintptr_t)2)
 void etc_describe_nodes(const etc_thread *ran, int n, char *buf, size_t cap);
 
 /* deadlock.c: at the end of a run, what is still waiting. Every node calls it;
@@ -146,12 +152,12 @@ void etc_check_received(const etc_origin *outer);
 /* crash.c: fatal signals and interrupts reported with the thread and line */
 void etc_crash_init(void);
 
-/* lines.c: the executable's line table (checking and -prof builds). The
- * checking build finds the .tc line of a code address; the -prof build walks
- * every address range with its file and line. */
-#if defined(ETC_CHECK) || defined(ETC_PROF)
-void etc_lines_init(void);
-#endif
+/* debuginfo.c: the executable's symbol table (every build) and line table
+ * (checking and -prof builds). The checking build finds the .tc line of a code
+ * address; the -prof build walks every address range with its file and line. */
+void etc_debuginfo_init(void);
+const char *etc_symbol_at(uintptr_t addr);
+int etc_have_symbols(void); /* 0: stripped: no thread can be named */
 #ifdef ETC_CHECK
 int etc_lines_find(uintptr_t pc, const char **file, int *line);
 #endif

@@ -84,7 +84,9 @@ void etc_poll(void)
 /* CALL: the callee's thread 0 runs at once, on this node (Fig. 2.16). */
 void etc_call(etc_thread fn, void *pp)
 {
+#ifdef ETC_CHECK
     etc_rts.running = fn;
+#endif
     fn(pp);
 }
 
@@ -100,7 +102,9 @@ static int spin_limit(void)
 static int idle(int spins_max)
 {
     etc_node_private *p = etc_rts.priv;
+#ifdef ETC_CHECK
     etc_rts.running = NULL;
+#endif
     if (etc_rts.num_nodes == 1)
         return 1; /* nothing can arrive: the node, and so the run, is quiescent */
     ETC_PART_SET(ETC_PART_IDLE);
@@ -180,11 +184,15 @@ static inline __attribute__((always_inline)) void run_loop(int kind, const bound
 #ifdef ETC_CHECK
             etc_check_dispatch(&c);
 #endif
-            etc_rts.running = c.ip;
+#ifdef ETC_CHECK
+            etc_rts.running = c.ip; /* every message's origin names it */
+#endif
             c.ip(c.fp);
         } else if (tq->head != tq->tail) {
             etc_tok t = tq->buf[--tq->tail & tq->mask];
+#ifdef ETC_CHECK
             etc_rts.running = t.fn;
+#endif
             t.fn(t.pp);
         } else if (idle(spins_max)) {
             return;
@@ -247,6 +255,7 @@ int main(int argc, char **argv)
     /* Whole lines, as the smp and tcp layers write them: a line printed before a
      * crash is not lost in a buffer. */
     setvbuf(stdout, NULL, _IOLBF, 0);
+    etc_rts.running = ETC_RUNNING_UNKNOWN; /* until a node says (crash.c) */
     int want = env_nodes();
     const char *lb = lb_name();
     if (*lb && !etc_lb_find(lb)) {

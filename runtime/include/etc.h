@@ -197,7 +197,7 @@ typedef struct etc_rts_t {
     uintptr_t gtag;  /* ETC_GTAG(node_id) */
     int node_id;
     int num_nodes;
-    etc_thread running; /* the thread the scheduler last started (for reports) */
+    etc_thread running; /* the thread this node is in, where it was asked (core/crash.c) */
     _Atomic uint32_t part; /* -prof: the enum etc_part the node is in */
     etc_prof prof;
     struct etc_node_private *priv;

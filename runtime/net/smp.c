@@ -711,14 +711,20 @@ static void kill_all(const pid_t *pids, int n)
             kill(pids[k], SIGKILL);
 }
 
-/* What each node was running (etc_rts.running, read from its memory), for the
- * message of an interrupt: a thread that never ends is named. */
+/* What each node was running, for the message of an interrupt: a thread that
+ * never ends is named. Asked with SIGURG, a node writes it to etc_rts.running,
+ * read from its memory a moment later (core/crash.c). */
 static void note_running(const pid_t *pids, int n, char *buf, size_t cap)
 {
     etc_thread *ran = calloc((size_t)n, sizeof *ran);
     buf[0] = 0;
     if (!ran)
         return;
+    for (int k = 0; k < n; k++)
+        if (pids[k] > 0)
+            kill(pids[k], SIGURG);
+    struct timespec answer = {0, 50 * 1000 * 1000};
+    nanosleep(&answer, NULL);
     for (int k = 0; k < n; k++) {
         struct iovec here = {&ran[k], sizeof ran[k]}, there = {&etc_rts.running, sizeof ran[k]};
         if (pids[k] <= 0 || process_vm_readv(pids[k], &here, 1, &there, 1, 0) != sizeof ran[k])

@@ -7,7 +7,6 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-import time
 from pathlib import Path
 
 import pytest
@@ -147,7 +146,6 @@ def _interrupt(prog: Path, env: dict[str, str], sig: int) -> subprocess.Complete
                          stderr=subprocess.PIPE, text=True, env=env, start_new_session=True)
     assert p.stdout is not None
     assert p.stdout.readline() == "running\n"
-    time.sleep(0.3)  # past thread 0, which printed it, into the loop of thread 1
     os.killpg(p.pid, sig)
     out, err = p.communicate(timeout=20)
     return subprocess.CompletedProcess(p.args, p.returncode, out, err)
@@ -158,11 +156,13 @@ def _interrupt(prog: Path, env: dict[str, str], sig: int) -> subprocess.Complete
     ("smp", 1, signal.SIGHUP), ("smp", 4, signal.SIGINT), ("smp", 2, signal.SIGTERM)])
 def test_an_interrupt_names_the_thread_each_node_ran(build: Builder, tmp_path: Path, target: str,
                                                      n: int, sig: int) -> None:
-    prog = build("forever.tc", target=target)
+    # every node is in a thread that never ends
+    prog = build("endless.tc", target=target)
     left = Leftovers(prog, tmp_path)
     proc = _interrupt(prog, {**left.env, "ETC_NODES": str(n)}, sig)
     name = signal.Signals(sig).name
-    thread = f"in thread 1 of 'spin' ({tc('forever.tc')}:{line_of('forever.tc', 'THREAD_1')})"
+    start = line_of("endless.tc", "THREADED endless")
+    thread = f"in thread 0 of 'endless' ({tc('endless.tc')}:{start})"
     if n == 1:  # the program's own process is the node: it dies of the signal
         assert proc.returncode in (-sig, 128 + sig), proc.stderr
         assert f"etc: interrupted ({name}): node 0 was {thread}\n" == proc.stderr
@@ -171,6 +171,15 @@ def test_an_interrupt_names_the_thread_each_node_ran(build: Builder, tmp_path: P
         assert (f"etc: interrupted ({name}): stopped all {n} nodes; nodes 0-{n - 1} were "
                 f"{thread}\n") == proc.stderr
     left.check()
+
+
+def test_an_interrupt_between_threads(build: Builder, tmp_path: Path) -> None:
+    # a loop of short threads: the node is in one, or between two (and then names the
+    # next one it has), never idle
+    prog = build("forever.tc", target="seq")
+    proc = _interrupt(prog, {**os.environ}, signal.SIGINT)
+    assert proc.stderr.startswith("etc: interrupted (SIGINT): node 0 was "), proc.stderr
+    assert "idle" not in proc.stderr, proc.stderr
 
 
 def test_one_smp_node_runs_in_the_programs_own_process(build: Builder) -> None:

@@ -1,19 +1,22 @@
-/* lines.c: which .tc line a code address belongs to, from the executable's
- * own debug information (the checking build: etcc -g).
+/* debuginfo.c: what the executable says about its own code, read by the runtime
+ * itself (no library, no other process):
+ *   - the symbol table (every build): the function an address belongs to, so a
+ *     report can name the thread a node was in without the scheduler writing it
+ *     down at every thread (functions.c etc_current_thread);
+ *   - the line table, .debug_line of DWARF 2 to 5 (the checking and -prof
+ *     builds): the .tc line of an address, and every address range with its
+ *     file and line for the profile (prof.c).
+ * The generated C carries #line directives, so the compiler's line table maps
+ * the program's code to .tc lines. Lookups may run in a signal handler, so they
+ * allocate nothing: the executable is mapped read-only (open, fstat and mmap
+ * are safe there) and scanned.
  *
- * The generated C carries #line directives, so the compiler's line table
- * (.debug_line, DWARF 2 to 5) maps the program's code to .tc lines. A crash or
- * an interrupt report looks up the interrupted address and the return
- * addresses of the stack with this; it runs in a signal handler, so it
- * allocates nothing: the executable is mapped read-only and the line programs
- * are run over it until the row that holds the address is found.
- *
- * Rows of a file that is not a .tc file of this program (etc.h's inline
- * functions, the runtime, libc) are not answers; inside a thread function, an
- * address whose row is etc.h's is given the last .tc row before it in the same
- * sequence: the statement that called the inline function.
+ * For the .tc line, rows of a file that is not a .tc file of this program
+ * (etc.h's inline functions, the runtime, libc) are not answers; inside a
+ * thread function, an address whose row is etc.h's is given the last .tc row
+ * before it in the same sequence: the statement that called the inline
+ * function.
  */
-#if defined(ETC_CHECK) || defined(ETC_PROF)
 #include <elf.h>
 #include <fcntl.h>
 #include <link.h>
@@ -29,12 +32,18 @@
 typedef struct {
     const unsigned char *line, *line_str, *str;
     size_t line_len, line_str_len, str_len;
+    const ElfW(Sym) *syms;
+    size_t nsyms;
+    const char *symnames;
+    size_t symnames_len;
     uintptr_t bias; /* run-time address - link-time address (0 without PIE) */
-    int ready;      /* 1: sections found, -1: none (stripped, compressed, unreadable) */
+    int mapped;     /* 1: the executable is mapped, -1: it cannot be */
+    int ready;      /* 1: a line table, -1: none (no -g, stripped, compressed) */
 } debug_sections;
 
 static debug_sections D;
 
+#if defined(ETC_CHECK) || defined(ETC_PROF)
 /* ---------------------------------------------------------------- reading */
 
 typedef struct {
@@ -110,6 +119,8 @@ static const char *str_at(const unsigned char *sec, size_t len, uint64_t off)
     return (const char *)sec + off;
 }
 
+#endif
+
 /* ---------------------------------------------------------------- the sections */
 
 static int section_of(const ElfW(Ehdr) *eh, size_t size, const char *name,
@@ -136,18 +147,12 @@ static int section_of(const ElfW(Ehdr) *eh, size_t size, const char *name,
     return 0;
 }
 
-static int first_object_bias(struct dl_phdr_info *info, size_t size, void *out)
+/* Maps the executable and finds its tables (once; also from a signal handler). */
+void etc_debuginfo_init(void)
 {
-    (void)size;
-    *(uintptr_t *)out = (uintptr_t)info->dlpi_addr;
-    return 1; /* the first object is the executable */
-}
-
-/* Not in a handler: maps the executable and finds its line table (once). */
-void etc_lines_init(void)
-{
-    if (D.ready)
+    if (D.mapped)
         return;
+    D.mapped = -1;
     D.ready = -1;
     int fd = open("/proc/self/exe", O_RDONLY | O_CLOEXEC);
     if (fd < 0)
@@ -161,17 +166,58 @@ void etc_lines_init(void)
         return;
     const ElfW(Ehdr) *eh = map;
     size_t size = (size_t)st.st_size;
-    if (memcmp(eh->e_ident, ELFMAG, SELFMAG) != 0 ||
-        !section_of(eh, size, ".debug_line", &D.line, &D.line_len)) {
+    if (memcmp(eh->e_ident, ELFMAG, SELFMAG) != 0) {
         munmap(map, size);
         return;
     }
-    section_of(eh, size, ".debug_line_str", &D.line_str, &D.line_str_len);
-    section_of(eh, size, ".debug_str", &D.str, &D.str_len);
-    dl_iterate_phdr(first_object_bias, &D.bias);
-    D.ready = 1;
+    D.mapped = 1;
+    const unsigned char *syms, *names;
+    size_t syms_len, names_len;
+    if (section_of(eh, size, ".symtab", &syms, &syms_len) &&
+        section_of(eh, size, ".strtab", &names, &names_len)) {
+        D.syms = (const ElfW(Sym) *)(const void *)syms;
+        D.nsyms = syms_len / sizeof(ElfW(Sym));
+        D.symnames = (const char *)names;
+        D.symnames_len = names_len;
+        /* where this very function is, against where the table says: the bias */
+        for (size_t i = 0; i < D.nsyms; i++) {
+            const ElfW(Sym) *y = &D.syms[i];
+            if (y->st_name < names_len && strcmp(D.symnames + y->st_name, "etc_debuginfo_init") == 0)
+                D.bias = (uintptr_t)&etc_debuginfo_init - (uintptr_t)y->st_value;
+        }
+    }
+#if defined(ETC_CHECK) || defined(ETC_PROF)
+    if (section_of(eh, size, ".debug_line", &D.line, &D.line_len)) {
+        section_of(eh, size, ".debug_line_str", &D.line_str, &D.line_str_len);
+        section_of(eh, size, ".debug_str", &D.str, &D.str_len);
+        D.ready = 1;
+    }
+#endif
 }
 
+int etc_have_symbols(void)
+{
+    etc_debuginfo_init();
+    return D.syms != NULL;
+}
+
+/* The name of the function whose code holds addr (NULL: none, or no symbols). */
+const char *etc_symbol_at(uintptr_t addr)
+{
+    etc_debuginfo_init();
+    if (!D.syms || addr < D.bias)
+        return NULL;
+    uintptr_t a = addr - D.bias;
+    for (size_t i = 0; i < D.nsyms; i++) {
+        const ElfW(Sym) *y = &D.syms[i];
+        if ((y->st_info & 0xf) == STT_FUNC && y->st_value <= a &&
+            a < y->st_value + y->st_size && y->st_name < D.symnames_len)
+            return D.symnames + y->st_name;
+    }
+    return NULL;
+}
+
+#if defined(ETC_CHECK) || defined(ETC_PROF)
 /* ---------------------------------------------------------------- one line program */
 
 typedef struct {
@@ -550,6 +596,7 @@ static int search_range(void *ctx, const unit *u, const range *r)
 /* The .tc file and line of code address pc (0 if unknown). */
 int etc_lines_find(uintptr_t pc, const char **file, int *line)
 {
+    etc_debuginfo_init();
     if (D.ready != 1 || pc < D.bias)
         return 0;
     search s = {(uint64_t)(pc - D.bias), (uint64_t)-1, NULL, NULL, 0, file, line, 0};
@@ -579,6 +626,7 @@ static int each_range(void *ctx, const unit *u, const range *r)
 
 int etc_lines_each(etc_lines_fn fn, void *ctx)
 {
+    etc_debuginfo_init();
     if (D.ready != 1)
         return 0;
     each e = {fn, ctx, (uint64_t)-1, "", ""};
