@@ -82,8 +82,7 @@ static int near_stack(const void *uc, uintptr_t addr)
     return sp && addr + 65536 > sp && addr < sp + 65536;
 }
 
-#ifdef ETC_CHECK
-static uintptr_t interrupted_pc(const void *uc)
+uintptr_t etc_interrupted_pc(const void *uc)
 {
     const ucontext_t *u = uc;
 #if defined(__x86_64__)
@@ -95,14 +94,13 @@ static uintptr_t interrupted_pc(const void *uc)
     return 0;
 #endif
 }
-#endif
 
 /* The .tc line of the statement that was running (checking build): the
  * interrupted address, else the innermost return address that is one. */
 static int tc_line(const void *uc, const char **file, int *line)
 {
 #ifdef ETC_CHECK
-    uintptr_t pc = interrupted_pc(uc);
+    uintptr_t pc = etc_interrupted_pc(uc);
     if (pc && etc_lines_find(pc, file, line))
         return 1;
     void *frames[64];

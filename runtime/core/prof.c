@@ -41,7 +41,6 @@
 #include <string.h>
 #include <sys/syscall.h>
 #include <time.h>
-#include <ucontext.h>
 #include <unistd.h>
 
 #include "core/rts.h"
@@ -113,33 +112,24 @@ static etc_prof_state *state(void)
 
 static etc_prof_state *sampling; /* for the signal handler */
 
-static uintptr_t sampled_pc(const void *uc)
-{
-    const ucontext_t *u = uc;
-#if defined(__x86_64__)
-    return (uintptr_t)u->uc_mcontext.gregs[REG_RIP];
-#elif defined(__aarch64__)
-    return (uintptr_t)u->uc_mcontext.pc;
-#else
-    (void)u;
-    return 0;
-#endif
-}
-
 static void on_sample(int sig, siginfo_t *si, void *uc)
 {
     (void)sig;
     etc_prof_state *s = sampling;
     if (!s)
         return;
-    uint64_t weight = 1 + (uint64_t)(si->si_overrun > 0 ? si->si_overrun : 0);
+    (void)si;
+    /* One sample, however many periods passed since the last (si_overrun): a node
+     * that had to wait for a CPU resumes where it stopped, and giving that one
+     * instant the weight of the whole wait would make it many samples. */
+    uint64_t weight = 1;
     s->samples += weight;
     uint32_t part = ETC_PART_GET();
     if (part == ETC_PART_IDLE) {
         s->idle_samples += weight;
         return;
     }
-    uintptr_t pc = part == ETC_PART_APPLICATION ? sampled_pc(uc) : 0;
+    uintptr_t pc = part == ETC_PART_APPLICATION ? etc_interrupted_pc(uc) : 0;
     if (!pc) {
         s->hits[part < ETC_PARTS ? part : ETC_PART_APPLICATION] += weight;
         return;

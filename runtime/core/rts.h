@@ -151,6 +151,8 @@ void etc_check_received(const etc_origin *outer);
 
 /* crash.c: fatal signals and interrupts reported with the thread and line */
 void etc_crash_init(void);
+/* The address of the instruction a signal interrupted (0 if unknown here). */
+uintptr_t etc_interrupted_pc(const void *ucontext);
 
 /* debuginfo.c: the executable's symbol table (every build) and line table
  * (checking and -prof builds). The checking build finds the .tc line of a code

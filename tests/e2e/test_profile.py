@@ -71,11 +71,12 @@ def test_the_parts_of_the_time(build: Builder, tmp_path: Path) -> None:
 def test_the_runtime_share_of_a_fine_grain_program(build: Builder, tmp_path: Path) -> None:
     # fib with every call a token: much of the time goes to frames, tokens, slots
     # and the scheduler, not to fib's own additions
-    _, data = profile(build("lb_fib.tc", "-prof", target="seq"), ["27"], 1, tmp_path,
+    _, data = profile(build("lb_fib.tc", "-prof", target="seq"), ["29"], 1, tmp_path,
                       env={**os.environ, "ETC_PROF_HZ": "5000"})
     t = data["nodes"][0]["time"]
     runtime = t["thread_management"] + t["synchronization"] + t["scheduling"]
-    assert runtime > 0.2 * data["nodes"][0]["elapsed"], t
+    assert data["nodes"][0]["samples"] >= 40, data["nodes"][0]
+    assert runtime > 0.15 * data["nodes"][0]["elapsed"], t  # about 30-60% here
     assert t["thread_management"] > 0 and t["scheduling"] > 0, t
 
 
