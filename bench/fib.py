@@ -9,8 +9,10 @@ every two-way speedup below is also given as a fraction of it."""
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import time
+from pathlib import Path
 
 from benchlib import (
     BENCH,
@@ -84,6 +86,48 @@ def _calls(n: int) -> int:
     for _ in range(n - 1):
         a, b = b, a + b + 1
     return b if n > 0 else 1
+
+
+def _instructions(prog: Path, *args: str) -> int | None:
+    """Instructions a one-node run executes, by callgrind (None without valgrind)."""
+    if shutil.which("valgrind") is None:
+        return None
+    out = OUT / "fib" / "callgrind.out"
+    proc = subprocess.run(["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}",
+                           str(prog), *args], capture_output=True, text=True, check=True,
+                          env={**os.environ, "ETC_NODES": "1"})
+    return int(number(r"I\s+refs:\s+([\d,]+)", proc.stderr.replace(",", "")))
+
+
+def build_costs(sec: Section, reps: int) -> dict[str, float]:
+    """What the profiling and checking builds cost fib (issue 15): one-node seq runs of
+    the same fib, each build's time over the normal build's in the same round."""
+    fib_tc = ROOT / "samples" / "fib.tc"
+    builds = {"normal": [], "-prof (1 kHz)": ["-prof"], "-g (checking)": ["-g"]}
+    progs = {name: etcc(fib_tc, OUT / "fib" / f"fib-cost-{i}", "-target", "seq", *flags)
+             for i, (name, flags) in enumerate(builds.items())}
+    runs = {name: [] for name in builds} | {"-prof (10 kHz)": []}
+    for _ in range(reps * 6):
+        for name, prog in progs.items():
+            runs[name].append(_secs(etcrun(prog, "30")))
+        runs["-prof (10 kHz)"].append(_secs(etcrun(progs["-prof (1 kHz)"], "30", env={
+            **os.environ, "ETC_PROF_HZ": "10000"})))
+    base = runs["normal"]
+    ratios = {name: median_of([a / b for a, b in zip(t, base, strict=True)])
+              for name, t in runs.items()}
+    instr = {name: _instructions(progs[name], "25") for name in builds}
+    rows = [[name, median_of(t), ratios[name],
+             f"{instr[name] / instr['normal']:.3f}" if name in instr and instr[name]
+             and instr["normal"] else "-"] for name, t in runs.items()]
+    sec.add(f"**Build costs, fib(30) on the seq target** (issue 15), median of {len(base)} "
+            "rounds, each build in turn; the ratio is the median of each round's time over "
+            "the normal build's; instructions are callgrind's for fib(25).", "")
+    sec.add(*table(["build", "seconds", "time / normal", "instructions / normal"], rows))
+    sec.add("The normal build counts live activations per function (for the deadlock "
+            "report) and finds the thread a crash or an interrupt stopped from the stack, "
+            "writing nothing when a thread starts; -prof samples the part each node is in "
+            "(SIGPROF, ETC_PROF_HZ); goal: -prof at most 10% over the normal build.", "")
+    return {f"cost_{name}": r for name, r in ratios.items()}
 
 
 def bench(quick: bool) -> Section:
@@ -194,7 +238,8 @@ def bench(quick: bool) -> Section:
                f"(**{'met' if t2 < b2 else 'not met'}**)." if tbb else ""), "")
     sec.add(f"tcp (issue 8): fib({n2}) on 2 tcp nodes takes {t_tcp2:.3f} s against "
             f"{t2:.3f} s on 2 smp nodes ({t_tcp2 / t2:.2f}x).", "")
-    sec.data = {"fib30_seq": t_seq, "fib30_c": t_c, "fib30_tbb1": t_tbb1, "fib32_smp1": t1,
+    costs = build_costs(sec, reps)
+    sec.data = {**costs, "fib30_seq": t_seq, "fib30_c": t_c, "fib30_tbb1": t_tbb1, "fib32_smp1": t1,
                 "fib32_smp2": t2, "fib32_tcp2": t_tcp2, "capacity": cap[2], "capacity_etc": etc_cap,
                 "capacity_rate_c": c_rate, "capacity_rate_etc": etc_rate,
                 "fib32_smp1_runs": one, "fib32_smp2_runs": two, "fib32_pair_runs": pairs}

@@ -102,6 +102,11 @@ def c_compiler(name: str) -> list[str]:
 RUNTIME_BUILDS = {"": ("runtime", "make"), "debug": ("runtime-debug", "make runtime-debug")}
 
 
+def gdb_script() -> Path:
+    """The gdb extension for Threaded-C programs (docs/debugging.md)."""
+    return home() / "runtime" / "gdb" / "etc-gdb.py"
+
+
 def library(name: str, check: bool, prof: bool, sanitize: bool) -> Path:
     """The runtime archive for a target and build variant."""
     flavour = os.environ.get("ETC_RUNTIME", "")

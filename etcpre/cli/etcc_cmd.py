@@ -7,6 +7,7 @@
 
 from __future__ import annotations
 
+import os
 import shlex
 import subprocess
 import sys
@@ -15,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from etcpre import toolchain
-from etcpre.cli.common import run_main
+from etcpre.cli.common import run_main, version_text
 from etcpre.diagnostics import DiagnosticSink
 from etcpre.source import SourceError, SourceFile
 from etcpre.translate import Options as TranslateOptions
@@ -45,6 +46,8 @@ Translate Threaded-C (.tc) files, compile them and link them with the etc runtim
   -keep              keep the generated C as NAME.c in the current directory
   -v                 print the commands run
   -h, --help         this help
+  --version          etcc's version
+  --gdb-script       the path of etc-gdb.py: gdb -x "$(etcc --gdb-script)" ./prog
 Any other option starting with '-' is passed to the C compiler.
 """
 
@@ -91,6 +94,12 @@ def parse(argv: list[str]) -> Options:
         a = argv[i]
         if a in ("-h", "--help"):
             raise SystemExit(_help())
+        if a == "--version":
+            sys.stdout.write(version_text("etcc"))
+            raise SystemExit(0)
+        if a == "--gdb-script":
+            sys.stdout.write(f"{toolchain.gdb_script()}\n")
+            raise SystemExit(0)
         if a == "-c":
             o.mode, i = "c", i + 1
         elif a == "-S":
@@ -168,7 +177,12 @@ class Driver:
     def __init__(self, o: Options, tmp: Path) -> None:
         self.o = o
         self.tmp = tmp
-        self.cc = toolchain.c_compiler(o.target)
+        try:
+            self.cc = toolchain.c_compiler(o.target)
+        except ValueError as exc:
+            raise UsageError(f"$CC is not a command line ({exc}): {os.environ['CC']}") from None
+        if not self.cc:
+            raise UsageError("$CC is blank: it names no compiler")
         self.sanitize = any(f.startswith("-fsanitize=") for f in o.cc_flags)
 
     def say(self, cmd: list[str]) -> None:
@@ -210,12 +224,15 @@ class Driver:
         flags = ["-std=gnu11", f"-I{toolchain.include_dir()}", "-fno-pie", *self.o.cpp]
         if self.o.check:
             flags.append("-DETC_CHECK")
-        if self.o.prof:
-            flags.append("-DETC_PROF")
+        if self.o.prof:  # line tables: the profile places samples by line (core/prof.c)
+            flags += ["-DETC_PROF"] + ([] if self.o.check else ["-g1"])
         return flags + self.o.cc_flags
 
-    def compile(self, src: str | Path, out: Path | None, mode: str) -> int:
-        cmd = [*self.cc, *self.cflags(), f"-{mode}", str(src)]
+    def compile(self, src: str | Path, out: Path | None, mode: str, tc: bool = False) -> int:
+        # a thread's frame stays on the stack while what it calls runs: a crash or
+        # an interrupt names the thread by it (runtime/core/functions.c)
+        threads = ["-fno-optimize-sibling-calls"] if tc else []
+        cmd = [*self.cc, *self.cflags(), *threads, f"-{mode}", str(src)]
         if out is not None:
             cmd += ["-o", str(out)]
         return self.run(cmd)
@@ -237,14 +254,15 @@ class Driver:
                     objects.append(f)
                 continue
             stem = Path(f).stem
+            tc = kind == "tc"
             if o.mode == "E":
-                rc = self.compile(src, Path(o.output) if o.output else None, "E")
+                rc = self.compile(src, Path(o.output) if o.output else None, "E", tc)
             elif o.mode in ("c", "S"):
                 ext = "o" if o.mode == "c" else "s"
-                rc = self.compile(src, Path(o.output or f"{stem}.{ext}"), o.mode)
+                rc = self.compile(src, Path(o.output or f"{stem}.{ext}"), o.mode, tc)
             else:
                 obj = self.tmp / f"{stem}_{len(objects)}.o"
-                rc = self.compile(src, obj, "c")
+                rc = self.compile(src, obj, "c", tc)
                 objects.append(str(obj))
             if rc != 0:
                 return rc
@@ -292,6 +310,9 @@ def _body(argv: list[str]) -> int:
     try:
         with tempfile.TemporaryDirectory(prefix="etcc-") as tmp:
             return Driver(o, Path(tmp)).main()
+    except UsageError as exc:
+        sys.stderr.write(f"etcc: error: {exc}\n")
+        return 2
     except toolchain.ToolchainError as exc:
         sys.stderr.write(f"etcc: error: {exc}\n")
         return 1

@@ -19,7 +19,8 @@ def _arg_parser() -> argparse.ArgumentParser:
         description="Translate a Threaded-C file (.tc) to C.",
     )
     ap.add_argument("file", help="the .tc file to translate")
-    ap.add_argument("-o", dest="output", help="write the C output here (default: stdout)")
+    ap.add_argument("-o", dest="output",
+                    help="write the C output here (default, or '-': standard output)")
     ap.add_argument(
         "--syntax-tree",
         action="store_true",
@@ -33,6 +34,8 @@ def _arg_parser() -> argparse.ArgumentParser:
 
 def _body(argv: list[str]) -> int:
     opts = _arg_parser().parse_args(argv)
+    if opts.output == "-":
+        opts.output = None
     try:
         source = SourceFile.load(opts.file)
     except SourceError as exc:

@@ -11,12 +11,30 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import math
 import os
 import sys
 from pathlib import Path
 
 from etcpre import toolchain
-from etcpre.cli.common import ArgParser, run_main
+from etcpre.cli.common import MAX_NODES, ArgParser, node_count, run_main
+
+
+def _nodes(text: str) -> int:
+    try:
+        return node_count(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a positive number of seconds")
+    return value
 
 
 def _arg_parser() -> argparse.ArgumentParser:
@@ -25,7 +43,7 @@ def _arg_parser() -> argparse.ArgumentParser:
         description="Run a Threaded-C program (built by etcc) on N nodes.",
         epilog="Environment: ETC_NODES and ETC_LB give the same settings; options win.",
     )
-    ap.add_argument("-n", "--nodes", type=int, default=None, metavar="N",
+    ap.add_argument("-n", "--nodes", type=_nodes, default=None, metavar="N",
                     help="number of nodes (default: " + "; ".join(
                         f"{t.name} {t.default_nodes or 'the number of CPUs'}"
                         for t in toolchain.TARGETS.values()) + ")")
@@ -41,7 +59,7 @@ def _arg_parser() -> argparse.ArgumentParser:
                     + ": one 'host' or 'host:count' per line")
     ap.add_argument("--rsh", metavar="CMD", default="ssh",
                     help="tcp: command that starts a node on another host (default ssh)")
-    ap.add_argument("--timeout", type=float, default=30.0, metavar="S",
+    ap.add_argument("--timeout", type=_seconds, default=30.0, metavar="S",
                     help="tcp: seconds for all nodes to start and connect (default 30)")
     ap.add_argument("program", help="the program (built by etcc)")
     ap.add_argument("args", nargs=argparse.REMAINDER, help="its arguments")
@@ -72,12 +90,11 @@ def _body(argv: list[str]) -> int:
                      f"('{info.target}'; known: {', '.join(toolchain.TARGETS)})")
     nodes = opts.nodes
     if nodes is None and os.environ.get("ETC_NODES"):
-        try:
-            nodes = int(os.environ["ETC_NODES"])
+        try:  # the runtime reads it the same way (runtime/core/sched.c)
+            nodes = node_count(os.environ["ETC_NODES"])
         except ValueError:
-            return _fail(f"ETC_NODES='{os.environ['ETC_NODES']}' is not a number")
-    if nodes is not None and not 1 <= nodes <= 65534:
-        return _fail(f"-n {nodes}: the node count must be between 1 and 65534")
+            return _fail(f"ETC_NODES='{os.environ['ETC_NODES']}' is not a node count "
+                         f"(1 to {MAX_NODES})")
     if nodes is not None and nodes > target.max_nodes:
         others = [t.name for t in toolchain.TARGETS.values() if t.max_nodes >= nodes]
         limit = "1 node" if target.max_nodes == 1 else f"at most {target.max_nodes} nodes"
@@ -87,6 +104,12 @@ def _body(argv: list[str]) -> int:
     if opts.lb is not None and opts.lb not in toolchain.BALANCERS:
         return _fail(f"unknown load balancer '{opts.lb}' (valid: "
                      f"{', '.join(toolchain.BALANCERS)})")
+    env_lb = os.environ.get("ETC_LB")
+    if target.launcher and opts.lb is None and env_lb and env_lb not in toolchain.BALANCERS:
+        # every node would say it: say it once, as the runtime does
+        sys.stderr.write(f"etc: error: unknown load balancer '{env_lb}'; valid ones: "
+                         f"{' '.join(toolchain.BALANCERS)}\n")
+        return 2
     if (opts.prof or opts.prof_out) and not info.prof:
         what = "--prof" if opts.prof else "--prof-out"
         return _fail(f"{what}: {opts.program} was not built with -prof (etcc -prof ...)")

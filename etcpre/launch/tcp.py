@@ -133,8 +133,8 @@ class Launcher:
         self.phase = "start"  # "run" once every node has been told GO
         # control connections that have not said HELLO yet: (input, peer, deadline)
         self.pending: dict[socket.socket, tuple[bytearray, object, float]] = {}
-        self.stdout: object | None = sys.stdout.buffer
-        self.stderr: object | None = sys.stderr.buffer
+        self.stdout: object | None = getattr(sys.stdout, "buffer", None)  # None: closed
+        self.stderr: object | None = getattr(sys.stderr, "buffer", None)
 
     # ---------------------------------------------------------------- output
 
@@ -185,7 +185,7 @@ class Launcher:
         for node in self.nodes:
             env = {"ETC_TCP_CONTROL": control, "ETC_TCP_NODE": str(node.k),
                    "ETC_NODES": str(self.n)}
-            for key in ("ETC_LB", "ETC_PROF_OUT", "ETC_TCP_FAULT"):
+            for key in ("ETC_LB", "ETC_PROF_OUT", "ETC_PROF_HZ", "ETC_TCP_FAULT"):
                 if key in self.env:
                     env[key] = self.env[key]
             if is_local(node.host):

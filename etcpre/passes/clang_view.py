@@ -58,7 +58,7 @@ void BLKMOV_RSYNC(const volatile void __etc_g *src, void __etc_g *dest, long n, 
 void *TO_LOCAL(const volatile void __etc_g *g);
 int OWNER_OF(const volatile void __etc_g *g);
 int IS_OWNER(const volatile void __etc_g *g);
-double etc_time(void);
+double etc_time(void), etc_time_raw(void), ct_read(void); void etc_delay(double seconds);
 #define __ETC_TRANSFER(X, T) \\
   void DATA_SYNC_##X(T value, void __etc_g *dest, int slot); \\
   void DATA_RSYNC_##X(T value, void __etc_g *dest, SPTR slot); \\

@@ -73,6 +73,11 @@ def param_struct(name: str, params: list[tuple[str, str]]) -> str:
             f"void _{name}_0(void *_etc_vpp);\n#endif\n")
 
 
+def descriptor_name(fn_name: str) -> str:
+    """The function's descriptor (etc.h etc_fn_info), which emit writes."""
+    return f"_etc_fn_{fn_name}"
+
+
 def lower(model: Model, sink: DiagnosticSink) -> Lowered:
     del sink  # the analyse pass reported everything; lowering cannot fail
     out = Lowered(model)
@@ -241,6 +246,7 @@ def _prologue(fn: ThreadedFunction, entry: str) -> str:
     return (f"    _{name}_P *_pp = (_{name}_P *)_etc_vpp;\n"
             f"    _{name}_F *_fp = (_{name}_F *)etc_frame_alloc(sizeof *_fp);\n"
             f"    etc_frame_check_init(_fp, \"{name}\", {fn.nslots_text or 0});\n"
+            f"    etc_fn_enter(&{descriptor_name(name)});\n"
             f"    _fp->_ret = _pp->_ret;\n{copies}"
             f"    etc_param_free(_pp, sizeof *_pp);\n")
 
@@ -563,10 +569,11 @@ class _Renderer:
             return None
         if name == "END_THREAD":
             return "return;"
+        leave = f"etc_fn_leave(&{descriptor_name(self.fname)});"
         if name == "END_FUNCTION":
-            return "{ etc_frame_free(_fp, sizeof *_fp); return; }"
+            return f"{{ {leave} etc_frame_free(_fp, sizeof *_fp); return; }}"
         if name == "RETURN":
-            return ("{ etc_ret _etc_r = _fp->_ret; etc_frame_free(_fp, sizeof *_fp); "
+            return (f"{{ etc_ret _etc_r = _fp->_ret; {leave} etc_frame_free(_fp, sizeof *_fp); "
                     "etc_return(_etc_r); return; }")
         return self._start(name, expr)
 

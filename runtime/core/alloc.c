@@ -83,6 +83,7 @@ static void ring_grow(void **buf, size_t *mask, size_t *head, size_t *tail, size
 void etc_rq_grow(void)
 {
     etc_rq *q = &etc_rts.rq;
+    ETC_PROF_ADD(rq_taken_before_grow, q->head); /* prof.c counts threads run by head */
     void *buf = q->buf;
     ring_grow(&buf, &q->mask, &q->head, &q->tail, sizeof *q->buf);
     q->buf = buf;

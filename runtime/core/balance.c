@@ -292,6 +292,7 @@ void etc_lb_send_token(int dest, etc_tok tok, int origin, int hops, int reply)
         .pad = 0,
     };
     ETC_PROF_ADD(tokens_sent, 1);
+    ETC_PROF_ADD(own_tokens_sent, !tok.remote);
     etc_send(dest, ETC_M_TOKEN, &h, sizeof h, tok.pp, tok.size);
     etc_block_free(tok.pp, tok.size);
 }

@@ -10,6 +10,7 @@
  * In the normal build none of this is compiled. */
 #ifdef ETC_CHECK
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "core/rts.h"
@@ -22,6 +23,9 @@ static const char *fname_of(const etc_frame_hdr *h)
     return h && h->fname ? h->fname : "?";
 }
 
+const char *etc_check_file;
+int etc_check_line;
+
 void etc_check_fail(const char *fname, const char *file, int line, const char *fmt, ...)
 {
     char msg[768];
@@ -29,6 +33,8 @@ void etc_check_fail(const char *fname, const char *file, int line, const char *f
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
+    if (line <= 0 && etc_rts.priv->check_from_valid) /* signalled from another node */
+        etc_fatal_in_thread("%s", msg);
     if (file && line > 0 && fname)
         etc_fatal("%s:%d: in threaded function '%s': %s", file, line, fname, msg);
     if (file && line > 0)
@@ -126,55 +132,30 @@ void etc_check_frame_free(void *fp, size_t size)
     p->check_quarantine_next = (i + 1) % QUARANTINE;
 }
 
-/* At the end of a run: the functions whose frames are still alive were waiting
- * for signals that never came. Not an error (the run ended by quiescence, as the
- * language says), but worth a warning: it is how a deadlock looks. */
-void etc_check_report_waiting(void)
+/* At the end of a run: the slots of the frames still alive, which were waiting
+ * for signals that never came (the deadlock report, deadlock.c, prints them).
+ * Fills at most `max` entries; returns how many slots wait in all. */
+int etc_check_waiting_slots(etc_waiting_slot *out, int max)
 {
-    etc_node_private *p = etc_rts.priv;
-    if (!p->check_live)
-        return;
-    enum { MAXF = 8 };
-    const char *names[MAXF];
-    long counts[MAXF], total = 0, others = 0;
-    int nnames = 0;
-    char example[160] = "";
-    for (etc_frame_hdr *h = p->check_live; h; h = h->next) {
-        total++;
-        int i = 0;
-        while (i < nnames && strcmp(names[i], fname_of(h)) != 0)
-            i++;
-        if (i == nnames && nnames < MAXF) {
-            names[nnames] = fname_of(h);
-            counts[nnames++] = 0;
-        }
-        if (i < nnames)
-            counts[i]++;
-        else
-            others++;
-        if (!example[0]) {
-            etc_slot *sl = slots_of(h);
-            for (int k = 0; k < h->nslots; k++) {
-                if (sl[k].ip && sl[k].cnt > 0) {
-                    snprintf(example, sizeof example, "; e.g. '%s' slot %d awaits %d more signal%s",
-                             fname_of(h), k, sl[k].cnt, sl[k].cnt == 1 ? "" : "s");
-                    break;
-                }
-            }
+    int total = 0;
+    for (etc_frame_hdr *h = etc_rts.priv->check_live; h; h = h->next) {
+        etc_slot *sl = slots_of(h);
+        for (int k = 0; k < h->nslots; k++) {
+            if (!sl[k].ip || sl[k].cnt <= 0)
+                continue;
+            if (total < max)
+                out[total] = (etc_waiting_slot){
+                    .fname = (uint64_t)(uintptr_t)fname_of(h),
+                    .file = (uint64_t)(uintptr_t)sl[k].init_file,
+                    .slot = k,
+                    .cnt = sl[k].cnt,
+                    .line = sl[k].init_line,
+                    .node = etc_rts.node_id,
+                };
+            total++;
         }
     }
-    char list[512] = "";
-    size_t used = 0;
-    for (int i = 0; i < nnames && used < sizeof list; i++)
-        used += (size_t)snprintf(list + used, sizeof list - used, "%s'%s' x%ld", i ? ", " : "",
-                                 names[i], counts[i]);
-    if (others && used < sizeof list)
-        snprintf(list + used, sizeof list - used, ", %ld more", others);
-    fflush(stdout);
-    fprintf(stderr, "etc: warning: node %d: the run ended with %ld threaded function%s still "
-                    "waiting on sync slots (%s)%s\n", etc_rts.node_id, total,
-            total == 1 ? "" : "s", list, example);
-    fflush(stderr);
+    return total;
 }
 
 void etc_check_dispatch(const etc_closure *c)
@@ -185,5 +166,49 @@ void etc_check_dispatch(const etc_closure *c)
     if (h->magic == DEAD)
         etc_check_fail(fname_of(h), NULL, 0,
                        "a thread became ready after END_FUNCTION/RETURN freed its frame");
+}
+/* ---------------------------------------------------------------- origins */
+
+static etc_origin here(void)
+{
+    etc_node_private *p = etc_rts.priv;
+    if (p->check_from_valid)
+        return p->check_from; /* a handler sending on: the first sender's */
+    return (etc_origin){(uint64_t)(uintptr_t)etc_check_file, (uint64_t)(uintptr_t)etc_rts.running,
+                        etc_check_line, etc_rts.node_id};
+}
+
+void etc_check_send(int dest, int type, const void *a, size_t alen, const void *b, size_t blen)
+{
+    etc_origin o = here();
+    unsigned char small[256];
+    unsigned char *buf = sizeof o + alen <= sizeof small ? small : etc_xmalloc(sizeof o + alen);
+    memcpy(buf, &o, sizeof o);
+    if (alen)
+        memcpy(buf + sizeof o, a, alen);
+    etc_net_send(dest, type, buf, sizeof o + alen, b, blen);
+    if (buf != small)
+        free(buf);
+}
+
+void etc_check_receive(etc_origin *outer, const void **body, size_t *len, int src, int type)
+{
+    etc_node_private *p = etc_rts.priv;
+    etc_origin o;
+    if (*len < sizeof o)
+        etc_fatal("malformed message (type %d, %zu bytes) from node %d", type, *len, src);
+    memcpy(&o, *body, sizeof o);
+    *body = (const char *)*body + sizeof o;
+    *len -= sizeof o;
+    *outer = p->check_from_valid ? p->check_from : (etc_origin){0, 0, 0, -1};
+    p->check_from = o;
+    p->check_from_valid = 1;
+}
+
+void etc_check_received(const etc_origin *outer)
+{
+    etc_node_private *p = etc_rts.priv;
+    p->check_from = *outer;
+    p->check_from_valid = outer->node >= 0;
 }
 #endif

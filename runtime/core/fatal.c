@@ -2,6 +2,7 @@
  * layer then ends the whole run, so no other node is left running. */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "core/rts.h"
 
@@ -20,6 +21,51 @@ void etc_fatal(const char *fmt, ...)
     va_list ap;
     va_start(ap, fmt);
     etc_vfatal(fmt, ap);
+}
+
+const char *etc_run_nodes(char *buf, size_t cap)
+{
+    int n = etc_rts.num_nodes;
+    if (n == 1)
+        snprintf(buf, cap, "the run has 1 node: 0");
+    else
+        snprintf(buf, cap, "the run has %d nodes: 0-%d", n, n - 1);
+    return buf;
+}
+
+void etc_fatal_in_thread(const char *fmt, ...)
+{
+    char msg[768], thread[320] = "", at[320] = "";
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    etc_thread ip = etc_current_thread();
+    const char *file = NULL;
+    int line = 0, node = etc_rts.node_id;
+#ifdef ETC_CHECK
+    etc_node_private *p = etc_rts.priv;
+    if (p && p->check_from_valid) { /* in a handler: the sender caused it */
+        file = (const char *)(uintptr_t)p->check_from.file;
+        line = p->check_from.line;
+        ip = (etc_thread)(uintptr_t)p->check_from.ip;
+        node = p->check_from.node;
+    } else {
+        file = etc_check_file;
+        line = etc_check_line;
+    }
+#endif
+    if (file && line > 0)
+        snprintf(at, sizeof at, "%s:%d: ", file, line);
+    if (ip) {
+        char name[256];
+        etc_describe_thread(ip, name, sizeof name);
+        if (node != etc_rts.node_id)
+            snprintf(thread, sizeof thread, "in %s on node %d: ", name, node);
+        else
+            snprintf(thread, sizeof thread, "in %s: ", name);
+    }
+    etc_fatal("%s%s%s", at, thread, msg);
 }
 
 void etc_die(const char *fmt, ...)

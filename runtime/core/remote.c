@@ -71,10 +71,16 @@ void etc_send(int dest, int type, const void *a, size_t alen, const void *b, siz
 {
     if (entry(type)->work)
         etc_term_work_sent(); /* W1 */
-    if (dest < 0 || dest >= etc_rts.num_nodes)
-        etc_fatal("a GLOBAL address names node %d, but the run has %d node%s", dest,
-                  etc_rts.num_nodes, etc_rts.num_nodes == 1 ? "" : "s");
+    if (dest < 0 || dest >= etc_rts.num_nodes) {
+        char nodes[64];
+        etc_fatal_in_thread("a GLOBAL address names node %d, which does not exist (%s)", dest,
+                            etc_run_nodes(nodes, sizeof nodes));
+    }
+#ifdef ETC_CHECK
+    etc_check_send(dest, type, a, alen, b, blen);
+#else
     etc_net_send(dest, type, a, alen, b, blen);
+#endif
 }
 
 static void send_comm(int dest, int type, const void *a, size_t alen, const void *b,
@@ -146,6 +152,11 @@ void etc_get_remote(const void *src, void *dest, size_t size, etc_slot *slot)
 
 void etc_invoke_remote(int node, etc_thread fn, void *pp, size_t size)
 {
+    if (node < 0 || node >= etc_rts.num_nodes) {
+        char nodes[64];
+        etc_fatal_in_thread("INVOKE: node %d does not exist (%s)", node,
+                            etc_run_nodes(nodes, sizeof nodes));
+    }
     msg_invoke m = {U64(fn), size};
     etc_send(node, ETC_M_INVOKE, &m, sizeof m, pp, size);
     etc_block_free(pp, size);
@@ -295,6 +306,12 @@ static void handle_prof(int src, int type, const void *body, size_t len)
     etc_prof_message(src, body, len);
 }
 
+static void handle_waiting(int src, int type, const void *body, size_t len)
+{
+    (void)type;
+    etc_waiting_message(src, body, len);
+}
+
 /* The handler table (docs/protocols.md, M1): every message type, its handler,
  * and whether it carries work -- whether it may make its receiver busy, so
  * that termination detection counts it sent and received (W1). */
@@ -313,6 +330,7 @@ static const handler_entry handlers[ETC_NET_TYPES] = {
     [ETC_M_TERM_IDLE] = {etc_term_message, 0},
     [ETC_M_TERM_EXIT] = {etc_term_message, 0},
     [ETC_M_PROF] = {handle_prof, 0},
+    [ETC_M_WAITING] = {handle_waiting, 0},
     [ETC_LB_MSG ... ETC_LB_MSG + ETC_LB_MSG_COUNT - 1] = {etc_balance_message, 0},
 };
 
@@ -328,7 +346,16 @@ void etc_deliver(int src, int type, const void *body, size_t len)
     const handler_entry *h = entry(type);
     if (!h->fn)
         bad_message(src, type, len);
+#ifdef ETC_CHECK
+    etc_origin outer;
+    etc_check_receive(&outer, &body, &len, src, type);
+#endif
+    ETC_PART_BEGIN(etc_prof_part_of_message(type));
     if (h->work)
-        etc_term_work_received();
+        etc_term_work_received(); /* W1 */
     h->fn(src, type, body, len);
+    ETC_PART_END();
+#ifdef ETC_CHECK
+    etc_check_received(&outer);
+#endif
 }

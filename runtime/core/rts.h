@@ -12,6 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#define ETC_INSIDE_RUNTIME /* etc.h: not the wrappers of generated code's calls */
 #include "etc.h"
 #include "lb/lb.h"
 #include "net/net.h"
@@ -35,6 +36,7 @@ enum etc_msg_type {
     ETC_M_TERM_IDLE,  /* node -> detector: I was busy at the last probe, now idle */
     ETC_M_TERM_EXIT,  /* detector -> node: the run is over */
     ETC_M_PROF,       /* node -> node 0: profile counters at the end */
+    ETC_M_WAITING,    /* node -> node 0: activations still alive at the end */
     ETC_M_TYPES = ETC_NET_TYPES
 };
 _Static_assert(ETC_LB_MSG + ETC_LB_MSG_COUNT == ETC_NET_TYPES,
@@ -60,15 +62,28 @@ typedef struct etc_term {
     double next_wave;
 } etc_term;
 
+#ifdef ETC_CHECK
+/* What every message of the checking build starts with: where the operation
+ * that sent it ran (its .tc line, the thread, the node), handed on by handlers
+ * that send on, so that a report on another node names the sender. */
+typedef struct etc_origin {
+    uint64_t file, ip; /* const char *, etc_thread */
+    int32_t line, node;
+} etc_origin;
+#endif
+
 typedef struct etc_node_private {
     int in_thread_poll; /* inside POLL() in a running thread: busy */
     const etc_lb_ops *lb;
     void *lb_state;
     uint64_t rng;
     etc_term term;
+    int waiting_reports;            /* node 0: end-of-run reports received (deadlock.c) */
+    struct etc_waiting *waiting;    /* node 0: what they said */
     int prof_enabled;   /* a -prof build */
-    int prof_reports;   /* node 0: counters received at the end */
-    etc_prof *prof_all; /* node 0: every node's counters */
+    int prof_reports;   /* node 0: nodes whose whole profile has come */
+    struct etc_prof_node *prof_all; /* node 0: every node's profile */
+    struct etc_prof_state *prof;    /* the sampler and the idle periods (prof.c) */
     double start_time;
 #ifdef ETC_CHECK
     struct etc_frame_hdr *check_live; /* live frames, for the end-of-run report */
@@ -76,6 +91,8 @@ typedef struct etc_node_private {
     void **check_quarantine;
     size_t *check_quarantine_size;
     int check_quarantine_next;
+    etc_origin check_from; /* the message being handled, if check_from_valid */
+    int check_from_valid;
 #endif
 } etc_node_private;
 
@@ -98,11 +115,75 @@ void etc_term_idle_step(void);
 double etc_term_wait_hint(void);
 void etc_term_message(int src, int type, const void *body, size_t len);
 
-/* prof.c */
+/* functions.c: the program's threaded functions (etc.h etc_fn_info) */
+etc_fn_info *const *etc_fns_begin(void);
+etc_fn_info *const *etc_fns_end(void);
+const etc_fn_info *etc_fn_of_thread(etc_thread ip, const etc_thread_info **thread);
+int etc_fn_is_known(const void *fn);
+void etc_describe_thread(etc_thread ip, char *buf, size_t cap);
+int etc_thread_start(etc_thread ip, const char **file, int *line);
+/* The thread this node is in (NULL: none): the innermost thread function on the
+ * stack (the checking build keeps it in etc_rts.running, for every message's
+ * origin). */
+etc_thread etc_current_thread(void);
+etc_thread etc_thread_busy_with(void); /* the same, or the next thread to start */
+/* etc_describe_nodes: net/net.h */
+
+/* deadlock.c: at the end of a run, what is still waiting. Every node calls it;
+ * node 0 reports and returns 1 if MAIN never ended (a deadlock). */
+int etc_waiting_report(void);
+void etc_waiting_message(int src, const void *body, size_t len);
+
+/* A slot still waiting at the end (checking build): where it was armed. Names and
+ * files are pointers into the executable, the same on every node. */
+typedef struct etc_waiting_slot {
+    uint64_t fname, file;
+    int32_t slot, cnt, line, node;
+} etc_waiting_slot;
+#ifdef ETC_CHECK
+int etc_check_waiting_slots(etc_waiting_slot *out, int max);
+/* check.c: messages carry their origin (etc_send, etc_deliver) */
+void etc_check_send(int dest, int type, const void *a, size_t alen, const void *b, size_t blen);
+void etc_check_receive(etc_origin *outer, const void **body, size_t *len, int src, int type);
+void etc_check_received(const etc_origin *outer);
+#endif
+
+/* crash.c: fatal signals and interrupts reported with the thread and line */
+void etc_crash_init(void);
+/* The address of the instruction a signal interrupted (0 if unknown here). */
+uintptr_t etc_interrupted_pc(const void *ucontext);
+
+/* debuginfo.c: the executable's symbol table (every build) and line table
+ * (checking and -prof builds). The checking build finds the .tc line of a code
+ * address; the -prof build walks every address range with its file and line. */
+void etc_debuginfo_init(void);
+const char *etc_symbol_at(uintptr_t addr);
+int etc_have_symbols(void); /* 0: stripped: no thread can be named */
+#ifdef ETC_CHECK
+int etc_lines_find(uintptr_t pc, const char **file, int *line);
+#endif
+#ifdef ETC_PROF
+typedef void (*etc_lines_fn)(void *ctx, uintptr_t lo, uintptr_t hi, const char *dir,
+                             const char *name, int line);
+int etc_lines_each(etc_lines_fn fn, void *ctx); /* 0: no line table */
+#endif
+
+/* prof.c: the -prof build's sampler (C.1) runs from etc_prof_start() to
+ * etc_prof_stop(end); idle() records each idle period (C.2) */
+void etc_prof_start(void);
+void etc_prof_stop(double end);
+void etc_prof_idle_period(double start, double end, int balancer);
 void etc_prof_finish(void);
+/* The part a message's handler belongs to (the current one for the rest). */
+uint32_t etc_prof_part_of_message(int type);
 void etc_prof_message(int src, const void *body, size_t len);
 
 /* fatal.c: etc_fatal, etc_vfatal, etc_die and etc_assert_fail (net/net.h) */
+/* A fatal error the running thread caused: names the thread and, in the
+ * checking build, the .tc line of the primitive (or the sender's, in a handler). */
+void etc_fatal_in_thread(const char *fmt, ...) __attribute__((noreturn, format(printf, 1, 2)));
+/* "the run has 2 nodes: 0-1", for messages about a node that does not exist */
+const char *etc_run_nodes(char *buf, size_t cap);
 
 /* alloc.c */
 void etc_alloc_init(void); /* also etc_xmalloc, etc_xrealloc (net/net.h) */
@@ -119,6 +200,24 @@ static inline int etc_work_here(void)
 #define ETC_PROF_ADD(field, n) (etc_rts.prof.field += (n))
 #else
 #define ETC_PROF_ADD(field, n) ((void)0)
+#endif
+
+/* -prof, C.1: the runtime marks the parts the address of an instruction cannot
+ * tell (idle, polling, the balancer, message handlers) in etc_rts.part; in a
+ * thread and in the scheduler the word is ETC_PART_APPLICATION and the sampled
+ * address decides between application, thread management, synchronization and
+ * scheduling (prof.c). */
+#ifdef ETC_PROF
+#define ETC_PART_GET() atomic_load_explicit(&etc_rts.part, memory_order_relaxed)
+#define ETC_PART_SET(p) atomic_store_explicit(&etc_rts.part, (uint32_t)(p), memory_order_relaxed)
+#define ETC_PART_BEGIN(p)                      \
+    uint32_t etc_part_outer_ = ETC_PART_GET(); \
+    ETC_PART_SET(p)
+#define ETC_PART_END() ETC_PART_SET(etc_part_outer_)
+#else
+#define ETC_PART_SET(p) ((void)0)
+#define ETC_PART_BEGIN(p) ((void)0)
+#define ETC_PART_END() ((void)0)
 #endif
 
 #endif

@@ -5,7 +5,6 @@
  * empty the node is idle: it polls the network, lets the balancer look for
  * work, takes part in termination detection and, after a short spin, blocks
  * in the network layer until a message arrives. */
-#include <errno.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,13 +26,6 @@ const char etc_abi_plain = 1;
 static etc_node_private node_private;
 
 uint64_t etc_net_key;
-
-double etc_time(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 uintptr_t etc_make_tag(int node)
 {
@@ -63,10 +55,16 @@ static inline int net_quiet(const boundary_state *b)
 /* The general boundary of a run on several nodes (run_loop, LOOP_GENERAL). */
 static inline void boundary(const boundary_state *b)
 {
-    if (!net_quiet(b))
+    if (!net_quiet(b)) {
+        ETC_PART_SET(ETC_PART_POLLING);
         etc_net_boundary();
-    if (b->lb_boundary)
+        ETC_PART_SET(ETC_PART_APPLICATION);
+    }
+    if (b->lb_boundary) {
+        ETC_PART_SET(ETC_PART_LOAD_BALANCING);
         b->lb_boundary();
+        ETC_PART_SET(ETC_PART_APPLICATION);
+    }
 }
 
 /* POLL(): messages are handled in the middle of a thread, so the node counts as
@@ -74,16 +72,21 @@ static inline void boundary(const boundary_state *b)
 void etc_poll(void)
 {
     if (etc_rts.num_nodes > 1) {
+        ETC_PART_BEGIN(ETC_PART_POLLING);
         etc_rts.priv->in_thread_poll = 1;
         etc_net_poll();
         etc_net_flush();
         etc_rts.priv->in_thread_poll = 0;
+        ETC_PART_END();
     }
 }
 
 /* CALL: the callee's thread 0 runs at once, on this node (Fig. 2.16). */
 void etc_call(etc_thread fn, void *pp)
 {
+#ifdef ETC_CHECK
+    etc_rts.running = fn;
+#endif
     fn(pp);
 }
 
@@ -99,8 +102,12 @@ static int spin_limit(void)
 static int idle(int spins_max)
 {
     etc_node_private *p = etc_rts.priv;
+#ifdef ETC_CHECK
+    etc_rts.running = NULL;
+#endif
     if (etc_rts.num_nodes == 1)
         return 1; /* nothing can arrive: the node, and so the run, is quiescent */
+    ETC_PART_SET(ETC_PART_IDLE);
     double t0 = etc_time();
     int spins = 0, over = 0;
     uint64_t tokens_before = etc_rts.prof.tokens_received;
@@ -141,13 +148,16 @@ static int idle(int spins_max)
 #ifdef ETC_PROF
     /* every idle period counts, the last one too (a node that never gets work is
      * idle the whole run); it was a balancer's if a token ended it */
-    double dt = etc_time() - t0;
+    double t1 = etc_time(), dt = t1 - t0;
+    int balancer = !over && etc_rts.prof.tokens_received != tokens_before;
     etc_rts.prof.idle_periods++;
     etc_rts.prof.idle_time += dt;
-    if (!over && etc_rts.prof.tokens_received != tokens_before) {
+    if (balancer) {
         etc_rts.prof.balancer_idle_periods++;
         etc_rts.prof.balancer_idle_time += dt;
     }
+    etc_prof_idle_period(t0, t1, balancer);
+    ETC_PART_SET(ETC_PART_APPLICATION);
 #else
     (void)t0;
     (void)tokens_before;
@@ -174,13 +184,15 @@ static inline __attribute__((always_inline)) void run_loop(int kind, const bound
 #ifdef ETC_CHECK
             etc_check_dispatch(&c);
 #endif
-            ETC_PROF_ADD(threads_run, 1);
+#ifdef ETC_CHECK
+            etc_rts.running = c.ip; /* every message's origin names it */
+#endif
             c.ip(c.fp);
         } else if (tq->head != tq->tail) {
             etc_tok t = tq->buf[--tq->tail & tq->mask];
-            ETC_PROF_ADD(threads_run, 1);
-            ETC_PROF_ADD(tokens_consumed, 1);
-            ETC_PROF_ADD(tokens_consumed_local, !t.remote);
+#ifdef ETC_CHECK
+            etc_rts.running = t.fn;
+#endif
             t.fn(t.pp);
         } else if (idle(spins_max)) {
             return;
@@ -188,8 +200,11 @@ static inline __attribute__((always_inline)) void run_loop(int kind, const bound
             continue;
         }
         if (kind == LOOP_ONE_WORD) {
-            if (atomic_load_explicit(word, memory_order_relaxed) != etc_net_key)
+            if (atomic_load_explicit(word, memory_order_relaxed) != etc_net_key) {
+                ETC_PART_SET(ETC_PART_POLLING);
                 etc_net_boundary();
+                ETC_PART_SET(ETC_PART_APPLICATION);
+            }
         } else if (kind == LOOP_GENERAL) {
             boundary(b);
         }
@@ -214,10 +229,15 @@ static int env_nodes(void)
     const char *s = getenv("ETC_NODES");
     if (!s || !*s)
         return 0;
-    char *end;
-    errno = 0;
-    long n = strtol(s, &end, 10);
-    if (errno || *end || n < 1 || n > ETC_MAX_NODES)
+    /* decimal digits only, as etcrun reads it (etcpre/cli/common.py node_count):
+     * no sign, space or '_' */
+    long n = 0;
+    for (const char *c = s; *c; c++) {
+        if (*c < '0' || *c > '9' || n > ETC_MAX_NODES)
+            etc_die("ETC_NODES='%s' is not a node count (1 to %d)", s, ETC_MAX_NODES);
+        n = n * 10 + (*c - '0');
+    }
+    if (n < 1 || n > ETC_MAX_NODES)
         etc_die("ETC_NODES='%s' is not a node count (1 to %d)", s, ETC_MAX_NODES);
     return (int)n;
 }
@@ -232,6 +252,10 @@ static const char *lb_name(void)
 
 int main(int argc, char **argv)
 {
+    /* Whole lines, as the smp and tcp layers write them: a line printed before a
+     * crash is not lost in a buffer. */
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    etc_rts.running = ETC_RUNNING_UNKNOWN; /* until a node says (crash.c) */
     int want = env_nodes();
     const char *lb = lb_name();
     if (*lb && !etc_lb_find(lb)) {
@@ -250,16 +274,21 @@ int main(int argc, char **argv)
 #ifdef ETC_PROF
     node_private.prof_enabled = 1;
 #endif
+    etc_crash_init();
     etc_alloc_init();
     etc_balance_init(*lb ? lb : (n == 1 ? "nop" : "spn"));
+    ETC_PART_SET(ETC_PART_APPLICATION);
     node_private.start_time = etc_time();
+    etc_prof_start();
     if (id == 0)
         etc_user_main(argc, argv);
     run();
-#ifdef ETC_CHECK
-    etc_check_report_waiting();
-#endif
-    etc_rts.prof.elapsed = etc_time() - node_private.start_time;
+    double end = etc_time();
+    etc_prof_stop(end);
+    etc_rts.prof.elapsed = end - node_private.start_time;
+    int deadlock = etc_waiting_report();
     etc_prof_finish();
+    if (deadlock)
+        etc_net_abort(); /* reported: the run ends with status 1 */
     etc_net_finish();
 }

@@ -16,6 +16,7 @@
 #ifndef ETC_H_INCLUDED
 #define ETC_H_INCLUDED
 
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -41,6 +42,10 @@ typedef struct etc_slot {
     int rst;
     etc_thread ip;
     void *fp;
+#ifdef ETC_CHECK
+    const char *init_file; /* the INIT_SYNC that armed it, for the deadlock report */
+    int init_line;
+#endif
 } etc_slot;
 
 typedef etc_slot SLOT;
@@ -80,6 +85,37 @@ typedef struct etc_ret {
 #define ETC_OWNER_OF(g) etc_owner_of((const void *)(g))
 #define ETC_IS_OWNER(g) etc_is_local((const void *)(g))
 
+/* ---------------------------------------------------------------- threaded functions
+ *
+ * etcpre emits a descriptor beside each threaded function: its name, where it is
+ * in the .tc file, its threads (each C function with its thread number and first
+ * line) and how many of its activations are alive on this node (thread 0 has run,
+ * END_FUNCTION/RETURN not yet). The runtime finds them all through the linker
+ * section etc_fns, and uses them to say which function a crash, an interrupt or
+ * a remote misuse happened in, and which functions a deadlocked run left waiting.
+ */
+typedef struct etc_thread_info {
+    etc_thread ip;
+    int number; /* THREAD_n: n (thread 0: the function's start); after the k-th CALL: -k */
+    int line;   /* the .tc line it starts at */
+} etc_thread_info;
+
+typedef struct etc_fn_info {
+    const char *name;
+    const char *file; /* the .tc file, as its #line directives name it */
+    int line;         /* of THREADED */
+    int nthreads;
+    const etc_thread_info *threads;
+    long live; /* activations alive on this node (per node: each node is a process) */
+} etc_fn_info;
+
+/* A pointer to each descriptor in section etc_fns: the runtime walks them between
+ * __start_etc_fns and __stop_etc_fns (pointers, so no padding comes between). */
+#define ETC_FN_REGISTER(d) \
+    __attribute__((used, section("etc_fns"))) static etc_fn_info *const d##_entry = &(d)
+#define etc_fn_enter(d) ((void)((d)->live++))
+#define etc_fn_leave(d) ((void)((d)->live--))
+
 /* ---------------------------------------------------------------- the node */
 
 typedef struct etc_closure {
@@ -112,7 +148,21 @@ typedef struct etc_tq {
     size_t mask, head, tail;
 } etc_tq;
 
-/* Appendix C counters, per node. Always in the layout; only -prof builds count. */
+/* Appendix C.1: the seven parts of a node's time. A -prof build writes the part
+ * it enters to etc_rts.part at each transition; a sampler (core/prof.c) reads it
+ * every ETC_PROF_PERIOD seconds and gives the interval to that part. */
+enum etc_part {
+    ETC_PART_APPLICATION,       /* running a thread's own code */
+    ETC_PART_THREAD_MANAGEMENT, /* frames, parameter frames, TOKEN/INVOKE/SPAWN/CALL/RETURN */
+    ETC_PART_SYNCHRONIZATION,   /* sync slots, data transfers, their messages */
+    ETC_PART_SCHEDULING,        /* between threads: picking the next one */
+    ETC_PART_LOAD_BALANCING,    /* the balancer's functions and messages */
+    ETC_PART_IDLE,              /* no work: waiting for some */
+    ETC_PART_POLLING,           /* the network at thread boundaries and in POLL() */
+    ETC_PARTS
+};
+
+/* Appendix C.2 counters, per node. Always in the layout; only -prof builds count. */
 typedef struct etc_prof {
     uint64_t tokens_generated, tokens_consumed, tokens_consumed_local;
     uint64_t threads_run;
@@ -120,6 +170,11 @@ typedef struct etc_prof {
     uint64_t extra_tokens, remote_comms;
     uint64_t idle_periods, balancer_idle_periods;
     double idle_time, balancer_idle_time, elapsed;
+    double part_time[ETC_PARTS]; /* C.1, seconds */
+    uint64_t samples;            /* how many samples made part_time */
+    /* what the counts of threads and tokens run are made from at the end, so that
+     * starting a thread counts nothing (core/prof.c) */
+    uint64_t own_tokens_sent, rq_returns, rq_taken_before_grow;
 } etc_prof;
 
 /* Frames and parameter frames come from per-size free lists: class c holds
@@ -142,6 +197,8 @@ typedef struct etc_rts_t {
     uintptr_t gtag;  /* ETC_GTAG(node_id) */
     int node_id;
     int num_nodes;
+    etc_thread running; /* the thread this node is in, where it was asked (core/crash.c) */
+    _Atomic uint32_t part; /* -prof: the enum etc_part the node is in */
     etc_prof prof;
     struct etc_node_private *priv;
 } etc_rts_t;
@@ -154,7 +211,13 @@ extern etc_rts_t etc_rts;
 /* ---------------------------------------------------------------- runtime calls */
 
 void etc_poll(void);
+/* Time (thesis 2.3.7, Fig. B.2): etc_time() in seconds, etc_time_raw() and its
+ * EARTH-MANNA name ct_read() in nanoseconds, all from one monotonic clock;
+ * etc_delay() busy-waits (it neither sleeps nor polls). */
 double etc_time(void);
+double etc_time_raw(void);
+double ct_read(void);
+void etc_delay(double seconds);
 void *etc_alloc_slow(size_t size);
 void etc_free_slow(void *p, size_t size);
 void etc_rq_grow(void);
@@ -177,8 +240,12 @@ long etc_check_slot(long index, int nslots, const char *fname, const char *file,
 void *etc_check_deref(const void *g, const char *fname, const char *file, int line);
 void etc_check_signal(const etc_slot *s, const char *what, const char *file, int line);
 void etc_check_frame_free(void *fp, size_t size);
-void etc_check_report_waiting(void);
 void etc_check_dispatch(const etc_closure *c);
+/* The .tc line of the primitive that runs (set by the wrappers below): a remote
+ * operation carries it, so a report on another node names the sender's line. */
+extern const char *etc_check_file;
+extern int etc_check_line;
+#define ETC_AT(file, line) ((void)(etc_check_file = (file), etc_check_line = (line)))
 extern const char etc_abi_check;
 #define ETC_ABI_SYMBOL etc_abi_check
 #else
@@ -212,6 +279,39 @@ static inline void *etc_addr(const void *g)
 {
     return (void *)((uintptr_t)g & ETC_ADDR_MASK);
 }
+
+/* ---- frames in the checking build */
+
+#ifdef ETC_CHECK
+/* In the checking build every activation frame starts with this header, and the
+ * live frames of a node are linked, so that a run which ends with functions still
+ * waiting on their slots (often a deadlock) can say which. */
+typedef struct etc_frame_hdr {
+    uint32_t magic;
+    int nslots;
+    const char *fname;
+    struct etc_frame_hdr *prev, *next;
+} etc_frame_hdr;
+#define ETC_FRAME_LIVE 0x45544346u /* "ETCF" */
+#define ETC_FRAME_HEADER etc_frame_hdr _hdr;
+void etc_frame_check_init(void *fp, const char *fname, int nslots);
+#define ETC_SLOT(fp, index, nslots, fname, file, line) \
+    (&(fp)->_slots[etc_check_slot((long)(index), (nslots), (fname), (file), (line))])
+#define ETC_DEREF(g, fname, file, line) \
+    ((__typeof__(g))etc_check_deref((const void *)(g), (fname), (file), (line)))
+#else
+#define ETC_FRAME_HEADER
+#define etc_frame_check_init(fp, fname, nslots) ((void)0)
+#define ETC_SLOT(fp, index, nslots, fname, file, line) (&(fp)->_slots[(index)])
+#define ETC_DEREF(g, fname, file, line) ETC_TO_LOCAL(g)
+#endif
+
+/* The -prof build tells where a node's time goes partly by which line of this
+ * file a sampled instruction was compiled from (core/prof.c): the operations of
+ * thread management, then those of synchronization, stand between markers. */
+enum { ETC_LINES_THREAD_MANAGEMENT_FIRST = __LINE__ };
+
+/* ---- frames, queues, starting threads and functions (thread management) */
 
 static inline void *etc_frame_alloc(size_t size)
 {
@@ -273,108 +373,10 @@ static inline void etc_tq_push_tail(etc_thread fn, void *pp, size_t size)
     t->remote = 0;
 }
 
-/* ---- frames in the checking build */
-
-#ifdef ETC_CHECK
-/* In the checking build every activation frame starts with this header, and the
- * live frames of a node are linked, so that a run which ends with functions still
- * waiting on their slots (often a deadlock) can say which. */
-typedef struct etc_frame_hdr {
-    uint32_t magic;
-    int nslots;
-    const char *fname;
-    struct etc_frame_hdr *prev, *next;
-} etc_frame_hdr;
-#define ETC_FRAME_LIVE 0x45544346u /* "ETCF" */
-#define ETC_FRAME_HEADER etc_frame_hdr _hdr;
-void etc_frame_check_init(void *fp, const char *fname, int nslots);
-#define ETC_SLOT(fp, index, nslots, fname, file, line) \
-    (&(fp)->_slots[etc_check_slot((long)(index), (nslots), (fname), (file), (line))])
-#define ETC_DEREF(g, fname, file, line) \
-    ((__typeof__(g))etc_check_deref((const void *)(g), (fname), (file), (line)))
-#else
-#define ETC_FRAME_HEADER
-#define etc_frame_check_init(fp, fname, nslots) ((void)0)
-#define ETC_SLOT(fp, index, nslots, fname, file, line) (&(fp)->_slots[(index)])
-#define ETC_DEREF(g, fname, file, line) ETC_TO_LOCAL(g)
-#endif
-
-/* ---- sync slots */
-
-static inline void etc_init_sync(etc_slot *s, int cnt, int rst, etc_thread ip, void *fp)
-{
-    s->cnt = cnt;
-    s->rst = rst;
-    s->ip = ip;
-    s->fp = fp;
-}
-
-static inline void etc_fire(etc_slot *s)
-{
-    s->cnt = s->rst;
-    etc_rq_push(s->ip, s->fp, 1);
-}
-
-static inline void etc_sync_local(etc_slot *s)
-{
-    if (--s->cnt == 0)
-        etc_fire(s);
-}
-
-static inline void etc_incr_sync_local(etc_slot *s, int v)
-{
-    s->cnt += v;
-    if (s->cnt == 0)
-        etc_fire(s);
-}
-
-#ifdef ETC_CHECK
-#define etc_sync(s) \
-    (etc_check_signal((s), "SYNC", __FILE__, __LINE__), etc_sync_local(s))
-#define etc_incr_sync(s, v) \
-    (etc_check_signal((s), "INCR_SYNC", __FILE__, __LINE__), etc_incr_sync_local((s), (v)))
-#else
-#define etc_sync(s) etc_sync_local(s)
-#define etc_incr_sync(s, v) etc_incr_sync_local((s), (v))
-#endif
-
 static inline void etc_spawn(etc_thread ip, void *fp)
 {
     etc_rq_push(ip, fp, 1);
 }
-
-static inline void etc_rsync_g(etc_slot *g, const char *file, int line)
-{
-    if (etc_is_local(g)) {
-        etc_slot *s = (etc_slot *)etc_addr(g);
-#ifdef ETC_CHECK
-        etc_check_signal(s, "RSYNC", file, line);
-#endif
-        etc_sync_local(s);
-    } else {
-        etc_rsync_remote(g);
-    }
-    (void)file;
-    (void)line;
-}
-
-static inline void etc_incr_rsync_g(etc_slot *g, int v, const char *file, int line)
-{
-    if (etc_is_local(g)) {
-        etc_slot *s = (etc_slot *)etc_addr(g);
-#ifdef ETC_CHECK
-        etc_check_signal(s, "INCR_RSYNC", file, line);
-#endif
-        etc_incr_sync_local(s, v);
-    } else {
-        etc_incr_rsync_remote(g, v);
-    }
-    (void)file;
-    (void)line;
-}
-
-#define etc_rsync(g) etc_rsync_g((g), __FILE__, __LINE__)
-#define etc_incr_rsync(g, v) etc_incr_rsync_g((g), (v), __FILE__, __LINE__)
 
 static inline void etc_rspawn(void *g, etc_thread ip)
 {
@@ -407,6 +409,9 @@ static inline void etc_token(etc_thread fn, void *pp, size_t size)
 static inline void etc_return(etc_ret r)
 {
     if (r.ip) {
+#ifdef ETC_PROF
+        etc_rts.prof.rq_returns++;
+#endif
         etc_rq *q = &etc_rts.rq;
         if (q->tail - q->head > q->mask)
             etc_rq_grow();
@@ -419,16 +424,119 @@ static inline void etc_return(etc_ret r)
     }
 }
 
+enum { ETC_LINES_THREAD_MANAGEMENT_LAST = __LINE__ };
+
+enum { ETC_LINES_SYNCHRONIZATION_FIRST = __LINE__ };
+
+/* ---- sync slots */
+
+static inline void etc_init_sync(etc_slot *s, int cnt, int rst, etc_thread ip, void *fp)
+{
+    s->cnt = cnt;
+    s->rst = rst;
+    s->ip = ip;
+    s->fp = fp;
+}
+
+#ifdef ETC_CHECK
+static inline void etc_init_sync_at(etc_slot *s, int cnt, int rst, etc_thread ip, void *fp,
+                                    const char *file, int line)
+{
+    etc_init_sync(s, cnt, rst, ip, fp);
+    s->init_file = file;
+    s->init_line = line;
+}
+/* generated code's INIT_SYNC: its #line directives make this the .tc line */
+#define etc_init_sync(s, cnt, rst, ip, fp) \
+    etc_init_sync_at((s), (cnt), (rst), (ip), (fp), __FILE__, __LINE__)
+#endif
+
+static inline void etc_fire(etc_slot *s)
+{
+    s->cnt = s->rst;
+    etc_rq_push(s->ip, s->fp, 1);
+}
+
+static inline void etc_sync_local(etc_slot *s)
+{
+    if (--s->cnt == 0)
+        etc_fire(s);
+}
+
+static inline void etc_incr_sync_local(etc_slot *s, int v)
+{
+    s->cnt += v;
+    if (s->cnt == 0)
+        etc_fire(s);
+}
+
+#ifdef ETC_CHECK
+#define etc_sync(s) \
+    (etc_check_signal((s), "SYNC", __FILE__, __LINE__), etc_sync_local(s))
+#define etc_incr_sync(s, v) \
+    (etc_check_signal((s), "INCR_SYNC", __FILE__, __LINE__), etc_incr_sync_local((s), (v)))
+#else
+#define etc_sync(s) etc_sync_local(s)
+#define etc_incr_sync(s, v) etc_incr_sync_local((s), (v))
+#endif
+
+static inline void etc_rsync_g(etc_slot *g, const char *file, int line)
+{
+#ifdef ETC_CHECK
+    ETC_AT(file, line);
+#endif
+    if (etc_is_local(g)) {
+        etc_slot *s = (etc_slot *)etc_addr(g);
+#ifdef ETC_CHECK
+        etc_check_signal(s, "RSYNC", file, line);
+#endif
+        etc_sync_local(s);
+    } else {
+        etc_rsync_remote(g);
+    }
+    (void)file;
+    (void)line;
+}
+
+static inline void etc_incr_rsync_g(etc_slot *g, int v, const char *file, int line)
+{
+#ifdef ETC_CHECK
+    ETC_AT(file, line);
+#endif
+    if (etc_is_local(g)) {
+        etc_slot *s = (etc_slot *)etc_addr(g);
+#ifdef ETC_CHECK
+        etc_check_signal(s, "INCR_RSYNC", file, line);
+#endif
+        etc_incr_sync_local(s, v);
+    } else {
+        etc_incr_rsync_remote(g, v);
+    }
+    (void)file;
+    (void)line;
+}
+
+#define etc_rsync(g) etc_rsync_g((g), __FILE__, __LINE__)
+#define etc_incr_rsync(g, v) etc_incr_rsync_g((g), (v), __FILE__, __LINE__)
+
 /* ---- data transfer: local fast paths, the rest in the library */
 
 typedef void *etc_gword; /* the value of a _G transfer: a GLOBAL pointer */
+
+#ifdef ETC_CHECK
+#define ETC_SITE_FILE etc_check_file
+#define ETC_SITE_LINE etc_check_line
+#else
+#define ETC_SITE_FILE ((const char *)0)
+#define ETC_SITE_LINE 0
+#endif
 
 #define ETC_DATA_OP(X, T)                                                        \
     static inline void etc_data_sync_##X(T value, void *dest, etc_slot *slot)   \
     {                                                                            \
         if (etc_is_local(dest) && etc_is_local(slot)) {                          \
             *(T *)etc_addr(dest) = value;                                        \
-            etc_rsync(slot);                                                     \
+            etc_rsync_g(slot, ETC_SITE_FILE, ETC_SITE_LINE);                     \
         } else {                                                                 \
             etc_data_remote(dest, &value, sizeof(T), slot);                      \
         }                                                                        \
@@ -437,7 +545,7 @@ typedef void *etc_gword; /* the value of a _G transfer: a GLOBAL pointer */
     {                                                                            \
         if (etc_is_local(src) && etc_is_local(dest) && etc_is_local(slot)) {     \
             *(T *)etc_addr(dest) = *(const T *)etc_addr(src);                    \
-            etc_rsync(slot);                                                     \
+            etc_rsync_g(slot, ETC_SITE_FILE, ETC_SITE_LINE);                     \
         } else {                                                                 \
             etc_get_remote(src, dest, sizeof(T), slot);                          \
         }                                                                        \
@@ -451,6 +559,33 @@ ETC_DATA_OP(f, float)
 ETC_DATA_OP(d, double)
 ETC_DATA_OP(g, etc_gword)
 #undef ETC_DATA_OP
+
+enum { ETC_LINES_SYNCHRONIZATION_LAST = __LINE__ };
+
+#if defined(ETC_CHECK) && !defined(ETC_INSIDE_RUNTIME)
+/* Generated code's calls that may reach another node record their .tc line
+ * first (its #line directives make __LINE__ the .tc line). A macro may name the
+ * function it wraps: the inner name is not expanded again. */
+#define ETC_AT_HERE(call) (ETC_AT(__FILE__, __LINE__), call)
+#define etc_invoke(node, fn, pp, size) ETC_AT_HERE(etc_invoke((node), (fn), (pp), (size)))
+#define etc_rspawn(g, ip) ETC_AT_HERE(etc_rspawn((g), (ip)))
+#define etc_blkmov_sync(src, dest, n, slot) \
+    ETC_AT_HERE(etc_blkmov_sync((src), (dest), (n), (slot)))
+#define etc_data_sync_b(v, d, s) ETC_AT_HERE(etc_data_sync_b((v), (d), (s)))
+#define etc_data_sync_s(v, d, s) ETC_AT_HERE(etc_data_sync_s((v), (d), (s)))
+#define etc_data_sync_l(v, d, s) ETC_AT_HERE(etc_data_sync_l((v), (d), (s)))
+#define etc_data_sync_ll(v, d, s) ETC_AT_HERE(etc_data_sync_ll((v), (d), (s)))
+#define etc_data_sync_f(v, d, s) ETC_AT_HERE(etc_data_sync_f((v), (d), (s)))
+#define etc_data_sync_d(v, d, s) ETC_AT_HERE(etc_data_sync_d((v), (d), (s)))
+#define etc_data_sync_g(v, d, s) ETC_AT_HERE(etc_data_sync_g((v), (d), (s)))
+#define etc_get_sync_b(src, d, s) ETC_AT_HERE(etc_get_sync_b((src), (d), (s)))
+#define etc_get_sync_s(src, d, s) ETC_AT_HERE(etc_get_sync_s((src), (d), (s)))
+#define etc_get_sync_l(src, d, s) ETC_AT_HERE(etc_get_sync_l((src), (d), (s)))
+#define etc_get_sync_ll(src, d, s) ETC_AT_HERE(etc_get_sync_ll((src), (d), (s)))
+#define etc_get_sync_f(src, d, s) ETC_AT_HERE(etc_get_sync_f((src), (d), (s)))
+#define etc_get_sync_d(src, d, s) ETC_AT_HERE(etc_get_sync_d((src), (d), (s)))
+#define etc_get_sync_g(src, d, s) ETC_AT_HERE(etc_get_sync_g((src), (d), (s)))
+#endif
 
 #ifdef __cplusplus
 }

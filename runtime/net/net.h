@@ -121,6 +121,10 @@ void etc_net_finish(void) __attribute__((noreturn));
 /* Ends the whole run after a fatal error already printed on this node (N8). */
 void etc_net_abort(void) __attribute__((noreturn));
 
+/* This node has printed the report of a fatal signal and is about to die of it
+ * (core/crash.c): the layer must not report it again. Async-signal-safe. */
+void etc_net_fatal_signal(void);
+
 /* Every layer names itself once with this: its name, and the marker by which
  * etcrun recognises a program, its target and its build. */
 #ifdef ETC_PROF
@@ -162,6 +166,14 @@ void etc_vfatal(const char *fmt, va_list ap) __attribute__((noreturn));
 /* The same where there is no node yet (start-up, the smp supervisor):
  * `etc: error: ...` and exit status 2. */
 void etc_die(const char *fmt, ...) __attribute__((noreturn, format(printf, 1, 2)));
+
+/* What each of n nodes was running when the run was interrupted, as
+ * "nodes 0-3 were in thread 1 of 'spin' (forever.tc:15); node 4 was idle", for a
+ * supervisor that read etc_rts.running of each node (ETC_RUNNING_UNKNOWN: it
+ * could not; ETC_RUNNING_BETWEEN: the node was between two threads). */
+#define ETC_RUNNING_UNKNOWN ((void (*)(void *))(uintptr_t)1)
+#define ETC_RUNNING_BETWEEN ((void (*)(void *))(uintptr_t)2)
+void etc_describe_nodes(void (*const *ran)(void *), int n, char *buf, size_t cap);
 
 /* Allocation that never returns NULL (out of memory is a fatal error). */
 void *etc_xmalloc(size_t n);

@@ -30,12 +30,16 @@ ANSWER_ONLY = {"spn", "shis", "rand-rcv", "rand-rcv-info"}
 assert RECEIVERS | SENDERS_ONLY | {"minima", "nop"} == set(BALANCERS)
 
 NODES = 4
+# the profile's JSON (docs/profiling.md): per node these, "time" (PARTS), "samples",
+# "idle_periods" and "idle_periods_dropped"; the totals have the counters and "time"
 PROF_KEYS = ["elapsed", "threads_run", "tokens_generated", "tokens_consumed",
              "tokens_consumed_local", "balancing_activities", "requests_sent",
              "requests_received", "tokens_sent", "tokens_received", "extra_tokens",
-             "remote_comms", "idle_time", "idle_periods", "balancer_idle_time",
-             "balancer_idle_periods"]
+             "remote_comms", "idle_time", "idle_period_count", "balancer_idle_time",
+             "balancer_idle_period_count"]
 TIME_KEYS = {"elapsed", "idle_time", "balancer_idle_time"}
+PARTS = ["application", "thread_management", "synchronization", "scheduling",
+         "load_balancing", "idle", "polling"]
 
 
 # ---------------------------------------------------------------- what the programs compute
@@ -151,11 +155,27 @@ def check_profile(data: dict, nodes: int, lb: str, tokens: int, threads: int) ->
     rows = data["nodes"]
     assert [r["node"] for r in rows] == list(range(nodes))
     for r in rows:
-        assert set(r) == {"node", *PROF_KEYS}, r
+        assert set(r) == {"node", "time", "samples", "idle_periods", "idle_periods_dropped",
+                          *PROF_KEYS}, r
         for k in PROF_KEYS:
             assert r[k] >= 0, (k, r)
             if k not in TIME_KEYS:
                 assert isinstance(r[k], int), (k, r)
+        # C.1: seven parts, in seconds, that add up to the elapsed time (2%)
+        assert list(r["time"]) == PARTS, r["time"]
+        assert all(v >= 0 for v in r["time"].values()), r["time"]
+        assert sum(r["time"].values()) == pytest.approx(r["elapsed"], rel=0.02), r
+        assert r["time"]["idle"] == pytest.approx(r["idle_time"], abs=1e-6), r
+        # C.2: every idle period as an interval, in order, within the run
+        periods = r["idle_periods"]
+        assert len(periods) + r["idle_periods_dropped"] == r["idle_period_count"], r
+        assert sum(1 for p in periods if p[2] == "balancer") <= r["balancer_idle_period_count"]
+        assert sum(p[1] - p[0] for p in periods) == pytest.approx(r["idle_time"], abs=1e-6)
+        for a, b in zip(periods, periods[1:], strict=False):
+            assert a[1] <= b[0], (a, b)
+        for start, end, kind in periods:
+            assert 0 <= start <= end <= r["elapsed"] + 1e-6, (start, end, r["elapsed"])
+            assert kind in ("application", "balancer"), kind
 
     def total(key: str) -> int:
         return sum(r[key] for r in rows)
@@ -175,13 +195,15 @@ def check_profile(data: dict, nodes: int, lb: str, tokens: int, threads: int) ->
         assert r["extra_tokens"] <= r["tokens_received"], r
         assert r["balancing_activities"] == (r["requests_sent"] + r["requests_received"]
                                              + r["tokens_sent"] + r["tokens_received"]), r
-        assert r["balancer_idle_periods"] <= r["idle_periods"], r
+        assert r["balancer_idle_period_count"] <= r["idle_period_count"], r
         assert r["balancer_idle_time"] <= r["idle_time"] + eps, r
         assert r["idle_time"] <= r["elapsed"] + eps, r
-        if r["idle_periods"] == 0:
+        if r["idle_period_count"] == 0:
             assert r["idle_time"] == 0, r
     tot = data["totals"]
     assert tot["nodes"] == nodes
+    for part in PARTS:
+        assert tot["time"][part] == pytest.approx(sum(r["time"][part] for r in rows), abs=1e-6)
     for k in PROF_KEYS:
         if k == "elapsed":
             assert tot[k] == pytest.approx(max(r[k] for r in rows))
@@ -192,24 +214,42 @@ def check_profile(data: dict, nodes: int, lb: str, tokens: int, threads: int) ->
     return rows
 
 
+# the table's rows of counts, by label, and their JSON keys
+TABLE_COUNTS = {"threads run": "threads_run", "tokens generated": "tokens_generated",
+                "tokens consumed": "tokens_consumed", "of them made here": "tokens_consumed_local",
+                "balancing activities": "balancing_activities",
+                "requests sent": "requests_sent", "requests received": "requests_received",
+                "tokens sent": "tokens_sent", "tokens received": "tokens_received",
+                "extra tokens": "extra_tokens", "remote comms": "remote_comms",
+                "idle periods": "idle_period_count",
+                "balancer idle periods": "balancer_idle_period_count"}
+
+
 def check_table(stderr: str, data: dict, nodes: int, lb: str) -> None:
-    """The table on stderr: a header, a row per node, a totals row, as in the JSON."""
+    """The table on stderr: a metric per row, a column per node and the totals, at
+    most 100 characters wide, in tables of at most five nodes; as in the JSON."""
     lines = stderr.splitlines()
     head = [i for i, s in enumerate(lines) if s.startswith("etc profile (")]
     assert len(head) == 1, stderr
     i = head[0]
     assert lines[i].startswith(f"etc profile ({nodes} node{'s' if nodes > 1 else ''}, "
                                f"balancer {lb};"), lines[i]
-    assert lines[i + 1].split()[0] == "node"
-    body = [s.split() for s in lines[i + 2:i + 3 + nodes]]
-    assert [b[0] for b in body] == [str(k) for k in range(nodes)] + ["total"], stderr
-    # columns: elapsed threads tok-gen tok-used used-local bal-acts req-sent req-recv
-    #          tok-sent tok-recv extra remote idle-s idle-per lb-idle-s lb-idle-per
-    for b, r in zip(body, [*data["nodes"], data["totals"]], strict=True):
-        assert len(b) == 1 + len(PROF_KEYS), b
-        for col, key in enumerate(PROF_KEYS, start=1):
-            if key not in TIME_KEYS:
-                assert int(b[col]) == r[key], (key, b, r)
+    table = lines[i:]
+    assert all(len(s) <= 100 for s in table), "\n".join(s for s in table if len(s) > 100)
+    columns: list[str] = []
+    counts: dict[str, list[str]] = {}
+    for s in table[1:]:
+        if s.startswith("node "):
+            columns += s.split()[1:]
+        for label in TABLE_COUNTS:
+            if s.startswith(label + " ") or s.startswith("  " + label + " "):
+                counts.setdefault(label, []).extend(s[len(s) - len(s.lstrip()):].split()[
+                    len(label.split()):])
+    want = [str(k) for k in range(nodes)] + (["total"] if nodes > 1 else [])
+    assert columns == want, stderr
+    rows = [*data["nodes"], data["totals"]][:len(want)]
+    for label, key in TABLE_COUNTS.items():
+        assert [int(v) for v in counts[label]] == [r[key] for r in rows], (label, stderr)
 
 
 # ---------------------------------------------------------------- the lists of names

@@ -74,17 +74,3 @@ def test_the_normal_build_has_no_checks(target: toolchain.Target) -> None:
     assert "etc_assert_fail" not in undefined_symbols(lib)
     debug = ROOT / "build" / "runtime-debug" / "lib" / f"libetc_{target.name}.a"
     assert "etc_assert_fail" in undefined_symbols(debug), f"{debug} checks nothing"
-
-
-@pytest.mark.parametrize("nodes", [1, 3])
-def test_functions_left_waiting_are_named_at_the_end(build: Builder, nodes: int) -> None:
-    # the run still ends by quiescence with status 0; the checking build says why
-    proc = run(build("quiescence.tc", "-g"), nodes=nodes, timeout=30)
-    assert proc.returncode == 0, proc.stderr
-    assert proc.stdout == f"started {nodes} waiters\n"
-    for k in range(nodes):
-        assert (f"etc: warning: node {k}: the run ended with 1 threaded function still waiting "
-                "on sync slots ('waiter' x1); e.g. 'waiter' slot 0 awaits 1 more signal"
-                ) in proc.stderr
-    plain = run(build("quiescence.tc"), nodes=nodes, timeout=30)
-    assert plain.stderr == ""

@@ -36,10 +36,10 @@ MESSAGES = {
         "crash-sanitized": "etc: error: node {k}: exited with status 1",
     },
     "tcp": {
-        "crash": "etc: error: lost node {k} (host localhost): killed by SIGSEGV",
+        "crash": "etc: error: node {k}: segmentation fault (SIGSEGV)",
         "exit": "etc: error: node {k} (host localhost): exited with status 3 while the run "
                 "was going on",
-        "abort": "etc: error: lost node {k} (host localhost): killed by SIGABRT",
+        "abort": "etc: error: node {k}: aborted (SIGABRT)",
         "crash-sanitized": "etc: error: node {k} (host localhost): exited with status 1",
     },
 }
@@ -66,7 +66,8 @@ def test_a_crashing_node_ends_the_run(build: Builder, tmp_path: Path,
     assert proc.returncode != 0
     if SANITIZE:  # a sanitizer catches the fault, reports it and exits with status 1
         assert "AddressSanitizer: SEGV" in proc.stderr or "runtime error:" in proc.stderr
-        check_report(target, "crash-sanitized", n - 1, proc.stderr, ("status 1",))
+        if n > 1 or target.launcher:  # (one smp node is the program's own process)
+            check_report(target, "crash-sanitized", n - 1, proc.stderr, ("status 1",))
     else:
         check_report(target, "crash", n - 1, proc.stderr, ("SIGSEGV",))
     assert f"node {n - 1} about to crash" in proc.stdout  # its output before the crash

@@ -32,6 +32,12 @@ typedef struct _regions_F {
     struct pair p;
 } _regions_F;
 void _regions_1(void *_etc_v);
+static const etc_thread_info _etc_fn_regions_threads[] = {
+    {_regions_0, 0, 3},
+    {_regions_1, 1, 21},
+};
+static etc_fn_info _etc_fn_regions = {"regions", "dead_regions.tc", 3, 2, _etc_fn_regions_threads, 0};
+ETC_FN_REGISTER(_etc_fn_regions);
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wunused-variable"
 #pragma GCC diagnostic ignored "-Wunused-local-typedefs"
@@ -42,6 +48,7 @@ void _regions_0(void *_etc_vpp)
     _regions_P *_pp = (_regions_P *)_etc_vpp;
     _regions_F *_fp = (_regions_F *)etc_frame_alloc(sizeof *_fp);
     etc_frame_check_init(_fp, "regions", 1);
+    etc_fn_enter(&_etc_fn_regions);
     _fp->_ret = _pp->_ret;
     _fp->done = _pp->done;
     _fp->n = _pp->n;
@@ -104,7 +111,7 @@ return; THREAD_1: ;
     _fp->c = 0;
 #endif
     etc_data_sync_ll((long long)_fp->c, (void *)((long long *GLOBAL)0), _fp->done);
-    { etc_frame_free(_fp, sizeof *_fp); return; }
+    { etc_fn_leave(&_etc_fn_regions); etc_frame_free(_fp, sizeof *_fp); return; }
 }
 }
 #pragma GCC diagnostic pop

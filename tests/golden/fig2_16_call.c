@@ -31,6 +31,12 @@ typedef struct _token_fib_F {
     int r1, r2;
 } _token_fib_F;
 void _token_fib_1(void *_etc_v);
+static const etc_thread_info _etc_fn_token_fib_threads[] = {
+    {_token_fib_0, 0, 6},
+    {_token_fib_1, 1, 19},
+};
+static etc_fn_info _etc_fn_token_fib = {"token_fib", "fig2_16_call.tc", 6, 2, _etc_fn_token_fib_threads, 0};
+ETC_FN_REGISTER(_etc_fn_token_fib);
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wunused-variable"
 #pragma GCC diagnostic ignored "-Wunused-local-typedefs"
@@ -41,6 +47,7 @@ void _token_fib_0(void *_etc_vpp)
     _token_fib_P *_pp = (_token_fib_P *)_etc_vpp;
     _token_fib_F *_fp = (_token_fib_F *)etc_frame_alloc(sizeof *_fp);
     etc_frame_check_init(_fp, "token_fib", 1);
+    etc_fn_enter(&_etc_fn_token_fib);
     _fp->_ret = _pp->_ret;
     _fp->done = _pp->done;
     _fp->n = _pp->n;
@@ -53,7 +60,7 @@ void _token_fib_0(void *_etc_vpp)
 
     if (_fp->n < 2) {
         etc_data_sync_l(_fp->n, (void *)(_fp->result), _fp->done);
-        { etc_frame_free(_fp, sizeof *_fp); return; }
+        { etc_fn_leave(&_etc_fn_token_fib); etc_frame_free(_fp, sizeof *_fp); return; }
     }
     etc_init_sync(&_fp->_slots[0], 2, 2, _token_fib_1, _fp);
     { _token_fib_P *_etc_pp = (_token_fib_P *)etc_param_alloc(sizeof *_etc_pp); _etc_pp->_ret = (etc_ret){0, 0}; _etc_pp->done = ETC_TO_GLOBAL(&_fp->_slots[0]); _etc_pp->n = _fp->n - 1; _etc_pp->result = ETC_TO_GLOBAL(&_fp->r1); etc_token(_token_fib_0, _etc_pp, sizeof *_etc_pp); }
@@ -84,7 +91,7 @@ void _token_fib_1(void *_etc_v)
     
 return; THREAD_1: ;
     etc_data_sync_l(_fp->r1 + _fp->r2, (void *)(_fp->result), _fp->done);
-    { etc_frame_free(_fp, sizeof *_fp); return; }
+    { etc_fn_leave(&_etc_fn_token_fib); etc_frame_free(_fp, sizeof *_fp); return; }
 }
 }
 #pragma GCC diagnostic pop
@@ -114,6 +121,12 @@ typedef struct _call_token_fib_F {
     int r;
 } _call_token_fib_F;
 void _call_token_fib_1(void *_etc_v);
+static const etc_thread_info _etc_fn_call_token_fib_threads[] = {
+    {_call_token_fib_0, 0, 25},
+    {_call_token_fib_1, 1, 33},
+};
+static etc_fn_info _etc_fn_call_token_fib = {"call_token_fib", "fig2_16_call.tc", 25, 2, _etc_fn_call_token_fib_threads, 0};
+ETC_FN_REGISTER(_etc_fn_call_token_fib);
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wunused-variable"
 #pragma GCC diagnostic ignored "-Wunused-local-typedefs"
@@ -124,6 +137,7 @@ void _call_token_fib_0(void *_etc_vpp)
     _call_token_fib_P *_pp = (_call_token_fib_P *)_etc_vpp;
     _call_token_fib_F *_fp = (_call_token_fib_F *)etc_frame_alloc(sizeof *_fp);
     etc_frame_check_init(_fp, "call_token_fib", 1);
+    etc_fn_enter(&_etc_fn_call_token_fib);
     _fp->_ret = _pp->_ret;
     _fp->n = _pp->n;
     _fp->result = _pp->result;
@@ -156,7 +170,7 @@ void _call_token_fib_1(void *_etc_v)
     
 return; THREAD_1: ;
     *ETC_DEREF(_fp->result, "call_token_fib", __FILE__, __LINE__) = _fp->r;
-    { etc_ret _etc_r = _fp->_ret; etc_frame_free(_fp, sizeof *_fp); etc_return(_etc_r); return; }
+    { etc_ret _etc_r = _fp->_ret; etc_fn_leave(&_etc_fn_call_token_fib); etc_frame_free(_fp, sizeof *_fp); etc_return(_etc_r); return; }
 }
 }
 #pragma GCC diagnostic pop
@@ -186,6 +200,13 @@ typedef struct _call_seq_fib_F {
 } _call_seq_fib_F;
 void _call_seq_fib_C1(void *_etc_v);
 void _call_seq_fib_C2(void *_etc_v);
+static const etc_thread_info _etc_fn_call_seq_fib_threads[] = {
+    {_call_seq_fib_0, 0, 39},
+    {_call_seq_fib_C1, -1, 47},
+    {_call_seq_fib_C2, -2, 48},
+};
+static etc_fn_info _etc_fn_call_seq_fib = {"call_seq_fib", "fig2_16_call.tc", 39, 3, _etc_fn_call_seq_fib_threads, 0};
+ETC_FN_REGISTER(_etc_fn_call_seq_fib);
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wunused-variable"
 #pragma GCC diagnostic ignored "-Wunused-local-typedefs"
@@ -196,6 +217,7 @@ void _call_seq_fib_0(void *_etc_vpp)
     _call_seq_fib_P *_pp = (_call_seq_fib_P *)_etc_vpp;
     _call_seq_fib_F *_fp = (_call_seq_fib_F *)etc_frame_alloc(sizeof *_fp);
     etc_frame_check_init(_fp, "call_seq_fib", 0);
+    etc_fn_enter(&_etc_fn_call_seq_fib);
     _fp->_ret = _pp->_ret;
     _fp->n = _pp->n;
     _fp->result = _pp->result;
@@ -206,7 +228,7 @@ void _call_seq_fib_0(void *_etc_vpp)
 
     if (_fp->n < 2) {
         *ETC_DEREF(_fp->result, "call_seq_fib", __FILE__, __LINE__) = _fp->n;
-        { etc_ret _etc_r = _fp->_ret; etc_frame_free(_fp, sizeof *_fp); etc_return(_etc_r); return; }
+        { etc_ret _etc_r = _fp->_ret; etc_fn_leave(&_etc_fn_call_seq_fib); etc_frame_free(_fp, sizeof *_fp); etc_return(_etc_r); return; }
     }
     { _call_seq_fib_P *_etc_pp = (_call_seq_fib_P *)etc_param_alloc(sizeof *_etc_pp); _etc_pp->_ret = (etc_ret){_call_seq_fib_C1, _fp}; _etc_pp->n = _fp->n - 1; _etc_pp->result = ETC_TO_GLOBAL(&_fp->a); etc_call(_call_seq_fib_0, _etc_pp); return; }
     
@@ -249,7 +271,7 @@ void _call_seq_fib_C2(void *_etc_v)
     
     { _call_seq_fib_P *_etc_pp = (_call_seq_fib_P *)etc_param_alloc(sizeof *_etc_pp); _etc_pp->_ret = (etc_ret){_call_seq_fib_C2, _fp}; _etc_pp->n = _fp->n - 2; _etc_pp->result = ETC_TO_GLOBAL(&_fp->b); etc_call(_call_seq_fib_0, _etc_pp); return; _etc_C2: ; }
     *ETC_DEREF(_fp->result, "call_seq_fib", __FILE__, __LINE__) = _fp->a + _fp->b;
-    { etc_ret _etc_r = _fp->_ret; etc_frame_free(_fp, sizeof *_fp); etc_return(_etc_r); return; }
+    { etc_ret _etc_r = _fp->_ret; etc_fn_leave(&_etc_fn_call_seq_fib); etc_frame_free(_fp, sizeof *_fp); etc_return(_etc_r); return; }
 }
 }
 #pragma GCC diagnostic pop
@@ -274,6 +296,13 @@ typedef struct _MAIN_F {
 } _MAIN_F;
 void _MAIN_C1(void *_etc_v);
 void _MAIN_C2(void *_etc_v);
+static const etc_thread_info _etc_fn_MAIN_threads[] = {
+    {_MAIN_0, 0, 53},
+    {_MAIN_C1, -1, 58},
+    {_MAIN_C2, -2, 60},
+};
+static etc_fn_info _etc_fn_MAIN = {"MAIN", "fig2_16_call.tc", 53, 3, _etc_fn_MAIN_threads, 0};
+ETC_FN_REGISTER(_etc_fn_MAIN);
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wunused-variable"
 #pragma GCC diagnostic ignored "-Wunused-local-typedefs"
@@ -284,6 +313,7 @@ void _MAIN_0(void *_etc_vpp)
     _MAIN_P *_pp = (_MAIN_P *)_etc_vpp;
     _MAIN_F *_fp = (_MAIN_F *)etc_frame_alloc(sizeof *_fp);
     etc_frame_check_init(_fp, "MAIN", 0);
+    etc_fn_enter(&_etc_fn_MAIN);
     _fp->_ret = _pp->_ret;
     etc_param_free(_pp, sizeof *_pp);
 #line 54 "fig2_16_call.tc"
@@ -329,7 +359,7 @@ void _MAIN_C2(void *_etc_v)
     
     { _call_seq_fib_P *_etc_pp = (_call_seq_fib_P *)etc_param_alloc(sizeof *_etc_pp); _etc_pp->_ret = (etc_ret){_MAIN_C2, _fp}; _etc_pp->n = _fp->val; _etc_pp->result = ETC_TO_GLOBAL(&_fp->res); etc_call(_call_seq_fib_0, _etc_pp); return; _etc_C2: ; }
     printf("call_seq_fib(%d) = %d\n", _fp->val, _fp->res);
-    { etc_ret _etc_r = _fp->_ret; etc_frame_free(_fp, sizeof *_fp); etc_return(_etc_r); return; }
+    { etc_ret _etc_r = _fp->_ret; etc_fn_leave(&_etc_fn_MAIN); etc_frame_free(_fp, sizeof *_fp); etc_return(_etc_r); return; }
 }
 }
 #pragma GCC diagnostic pop

@@ -29,6 +29,12 @@ typedef struct _get_loops_p1_F {
     int del, loops;
 } _get_loops_p1_F;
 void _get_loops_p1_1(void *_etc_v);
+static const etc_thread_info _etc_fn_get_loops_p1_threads[] = {
+    {_get_loops_p1_0, 0, 6},
+    {_get_loops_p1_1, 1, 16},
+};
+static etc_fn_info _etc_fn_get_loops_p1 = {"get_loops_p1", "fig2_17_loops.tc", 6, 2, _etc_fn_get_loops_p1_threads, 0};
+ETC_FN_REGISTER(_etc_fn_get_loops_p1);
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wunused-variable"
 #pragma GCC diagnostic ignored "-Wunused-local-typedefs"
@@ -39,6 +45,7 @@ void _get_loops_p1_0(void *_etc_vpp)
     _get_loops_p1_P *_pp = (_get_loops_p1_P *)_etc_vpp;
     _get_loops_p1_F *_fp = (_get_loops_p1_F *)etc_frame_alloc(sizeof *_fp);
     etc_frame_check_init(_fp, "get_loops_p1", 1);
+    etc_fn_enter(&_etc_fn_get_loops_p1);
     _fp->_ret = _pp->_ret;
     _fp->done = _pp->done;
     _fp->result = _pp->result;
@@ -58,7 +65,7 @@ void _get_loops_p1_0(void *_etc_vpp)
     }
     etc_data_sync_l(_fp->loops, (void *)(_fp->result), _fp->done);
     stop = 0;
-    { etc_frame_free(_fp, sizeof *_fp); return; }
+    { etc_fn_leave(&_etc_fn_get_loops_p1); etc_frame_free(_fp, sizeof *_fp); return; }
 }
 }
 #line 6 "fig2_17_loops.tc"
@@ -81,7 +88,7 @@ return; THREAD_1: ;
     }
     etc_data_sync_l(_fp->loops, (void *)(_fp->result), _fp->done);
     stop = 0;
-    { etc_frame_free(_fp, sizeof *_fp); return; }
+    { etc_fn_leave(&_etc_fn_get_loops_p1); etc_frame_free(_fp, sizeof *_fp); return; }
 }
 }
 #pragma GCC diagnostic pop

@@ -30,6 +30,12 @@ typedef struct _fib_F {
     int r1, r2;
 } _fib_F;
 void _fib_1(void *_etc_v);
+static const etc_thread_info _etc_fn_fib_threads[] = {
+    {_fib_0, 0, 5},
+    {_fib_1, 1, 19},
+};
+static etc_fn_info _etc_fn_fib = {"fib", "fig2_3_fib.tc", 5, 2, _etc_fn_fib_threads, 0};
+ETC_FN_REGISTER(_etc_fn_fib);
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wunused-variable"
 #pragma GCC diagnostic ignored "-Wunused-local-typedefs"
@@ -40,6 +46,7 @@ void _fib_0(void *_etc_vpp)
     _fib_P *_pp = (_fib_P *)_etc_vpp;
     _fib_F *_fp = (_fib_F *)etc_frame_alloc(sizeof *_fp);
     etc_frame_check_init(_fp, "fib", 1);
+    etc_fn_enter(&_etc_fn_fib);
     _fp->_ret = _pp->_ret;
     _fp->done = _pp->done;
     _fp->n = _pp->n;
@@ -52,7 +59,7 @@ void _fib_0(void *_etc_vpp)
 
     if (_fp->n < 2) {
         etc_data_sync_l(_fp->n, (void *)(_fp->result), _fp->done);
-        { etc_frame_free(_fp, sizeof *_fp); return; }
+        { etc_fn_leave(&_etc_fn_fib); etc_frame_free(_fp, sizeof *_fp); return; }
     }
     etc_init_sync(&_fp->_slots[0], 2, 2, _fib_1, _fp);
     { _fib_P *_etc_pp = (_fib_P *)etc_param_alloc(sizeof *_etc_pp); _etc_pp->_ret = (etc_ret){0, 0}; _etc_pp->done = ETC_TO_GLOBAL(&_fp->_slots[0]); _etc_pp->n = _fp->n - 1; _etc_pp->result = ETC_TO_GLOBAL(&_fp->r1); etc_token(_fib_0, _etc_pp, sizeof *_etc_pp); }
@@ -85,7 +92,7 @@ void _fib_1(void *_etc_v)
 
 return; THREAD_1: ;
     etc_data_sync_l(_fp->r1 + _fp->r2, (void *)(_fp->result), _fp->done);
-    { etc_frame_free(_fp, sizeof *_fp); return; }
+    { etc_fn_leave(&_etc_fn_fib); etc_frame_free(_fp, sizeof *_fp); return; }
 }
 }
 #pragma GCC diagnostic pop
@@ -115,6 +122,12 @@ typedef struct _MAIN_F {
     double t0;
 } _MAIN_F;
 void _MAIN_1(void *_etc_v);
+static const etc_thread_info _etc_fn_MAIN_threads[] = {
+    {_MAIN_0, 0, 24},
+    {_MAIN_1, 1, 36},
+};
+static etc_fn_info _etc_fn_MAIN = {"MAIN", "fig2_3_fib.tc", 24, 2, _etc_fn_MAIN_threads, 0};
+ETC_FN_REGISTER(_etc_fn_MAIN);
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wunused-variable"
 #pragma GCC diagnostic ignored "-Wunused-local-typedefs"
@@ -125,6 +138,7 @@ void _MAIN_0(void *_etc_vpp)
     _MAIN_P *_pp = (_MAIN_P *)_etc_vpp;
     _MAIN_F *_fp = (_MAIN_F *)etc_frame_alloc(sizeof *_fp);
     etc_frame_check_init(_fp, "MAIN", 1);
+    etc_fn_enter(&_etc_fn_MAIN);
     _fp->_ret = _pp->_ret;
     _fp->argc = _pp->argc;
     _fp->argv = _pp->argv;
@@ -167,7 +181,7 @@ void _MAIN_1(void *_etc_v)
 return; THREAD_1: ;
     printf("fib(%d) = %d\n", _fp->n, _fp->result);
     fprintf(stderr, "time: %.3f s on %d node(s)\n", etc_time() - _fp->t0, ETC_NUM_NODES);
-    { etc_ret _etc_r = _fp->_ret; etc_frame_free(_fp, sizeof *_fp); etc_return(_etc_r); return; }
+    { etc_ret _etc_r = _fp->_ret; etc_fn_leave(&_etc_fn_MAIN); etc_frame_free(_fp, sizeof *_fp); etc_return(_etc_r); return; }
 }
 }
 #pragma GCC diagnostic pop

@@ -42,6 +42,13 @@ typedef struct _vadd_F {
 } _vadd_F;
 void _vadd_1(void *_etc_v);
 void _vadd_2(void *_etc_v);
+static const etc_thread_info _etc_fn_vadd_threads[] = {
+    {_vadd_0, 0, 11},
+    {_vadd_1, 1, 23},
+    {_vadd_2, 2, 26},
+};
+static etc_fn_info _etc_fn_vadd = {"vadd", "fig2_6_vadd.tc", 11, 3, _etc_fn_vadd_threads, 0};
+ETC_FN_REGISTER(_etc_fn_vadd);
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wunused-variable"
 #pragma GCC diagnostic ignored "-Wunused-local-typedefs"
@@ -52,6 +59,7 @@ void _vadd_0(void *_etc_vpp)
     _vadd_P *_pp = (_vadd_P *)_etc_vpp;
     _vadd_F *_fp = (_vadd_F *)etc_frame_alloc(sizeof *_fp);
     etc_frame_check_init(_fp, "vadd", 2);
+    etc_fn_enter(&_etc_fn_vadd);
     _fp->_ret = _pp->_ret;
     _fp->done = _pp->done;
     _fp->n = _pp->n;
@@ -77,7 +85,7 @@ void _vadd_0(void *_etc_vpp)
 
     }
     etc_rsync(_fp->done);
-    { etc_frame_free(_fp, sizeof *_fp); return; }
+    { etc_fn_leave(&_etc_fn_vadd); etc_frame_free(_fp, sizeof *_fp); return; }
 }
 }
 #line 11 "fig2_6_vadd.tc"
@@ -103,7 +111,7 @@ return; THREAD_1: ;
 
     }
     etc_rsync(_fp->done);
-    { etc_frame_free(_fp, sizeof *_fp); return; }
+    { etc_fn_leave(&_etc_fn_vadd); etc_frame_free(_fp, sizeof *_fp); return; }
 }
 }
 #line 11 "fig2_6_vadd.tc"
@@ -129,7 +137,7 @@ void _vadd_2(void *_etc_v)
 return; THREAD_2: ;;
     }
     etc_rsync(_fp->done);
-    { etc_frame_free(_fp, sizeof *_fp); return; }
+    { etc_fn_leave(&_etc_fn_vadd); etc_frame_free(_fp, sizeof *_fp); return; }
 }
 }
 #pragma GCC diagnostic pop
@@ -155,6 +163,12 @@ typedef struct _MAIN_F {
     double sum;
 } _MAIN_F;
 void _MAIN_1(void *_etc_v);
+static const etc_thread_info _etc_fn_MAIN_threads[] = {
+    {_MAIN_0, 0, 32},
+    {_MAIN_1, 1, 47},
+};
+static etc_fn_info _etc_fn_MAIN = {"MAIN", "fig2_6_vadd.tc", 32, 2, _etc_fn_MAIN_threads, 0};
+ETC_FN_REGISTER(_etc_fn_MAIN);
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wunused-variable"
 #pragma GCC diagnostic ignored "-Wunused-local-typedefs"
@@ -165,6 +179,7 @@ void _MAIN_0(void *_etc_vpp)
     _MAIN_P *_pp = (_MAIN_P *)_etc_vpp;
     _MAIN_F *_fp = (_MAIN_F *)etc_frame_alloc(sizeof *_fp);
     etc_frame_check_init(_fp, "MAIN", 1);
+    etc_fn_enter(&_etc_fn_MAIN);
     _fp->_ret = _pp->_ret;
     etc_param_free(_pp, sizeof *_pp);
 #line 33 "fig2_6_vadd.tc"
@@ -223,7 +238,7 @@ return; THREAD_1: ;
         _fp->sum += RES[_fp->i];
     }
     printf("vadd: %d elements, sum %.0f, %d errors\n", N, _fp->sum, _fp->errors);
-    { etc_frame_free(_fp, sizeof *_fp); return; }
+    { etc_fn_leave(&_etc_fn_MAIN); etc_frame_free(_fp, sizeof *_fp); return; }
 }
 }
 #pragma GCC diagnostic pop

@@ -28,6 +28,11 @@ typedef struct _set_value_F {
     SPTR done;
     int v;
 } _set_value_F;
+static const etc_thread_info _etc_fn_set_value_threads[] = {
+    {_set_value_0, 0, 8},
+};
+static etc_fn_info _etc_fn_set_value = {"set_value", "figB_2_getloop.tc", 8, 1, _etc_fn_set_value_threads, 0};
+ETC_FN_REGISTER(_etc_fn_set_value);
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wunused-variable"
 #pragma GCC diagnostic ignored "-Wunused-local-typedefs"
@@ -38,6 +43,7 @@ void _set_value_0(void *_etc_vpp)
     _set_value_P *_pp = (_set_value_P *)_etc_vpp;
     _set_value_F *_fp = (_set_value_F *)etc_frame_alloc(sizeof *_fp);
     etc_frame_check_init(_fp, "set_value", 0);
+    etc_fn_enter(&_etc_fn_set_value);
     _fp->_ret = _pp->_ret;
     _fp->done = _pp->done;
     _fp->v = _pp->v;
@@ -46,7 +52,7 @@ void _set_value_0(void *_etc_vpp)
 {
     value = _fp->v;
     etc_rsync(_fp->done);
-    { etc_frame_free(_fp, sizeof *_fp); return; }
+    { etc_fn_leave(&_etc_fn_set_value); etc_frame_free(_fp, sizeof *_fp); return; }
 }
 }
 #pragma GCC diagnostic pop
@@ -75,6 +81,13 @@ typedef struct _MAIN_F {
 } _MAIN_F;
 void _MAIN_1(void *_etc_v);
 void _MAIN_2(void *_etc_v);
+static const etc_thread_info _etc_fn_MAIN_threads[] = {
+    {_MAIN_0, 0, 15},
+    {_MAIN_1, 1, 31},
+    {_MAIN_2, 2, 38},
+};
+static etc_fn_info _etc_fn_MAIN = {"MAIN", "figB_2_getloop.tc", 15, 3, _etc_fn_MAIN_threads, 0};
+ETC_FN_REGISTER(_etc_fn_MAIN);
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wunused-variable"
 #pragma GCC diagnostic ignored "-Wunused-local-typedefs"
@@ -85,6 +98,7 @@ void _MAIN_0(void *_etc_vpp)
     _MAIN_P *_pp = (_MAIN_P *)_etc_vpp;
     _MAIN_F *_fp = (_MAIN_F *)etc_frame_alloc(sizeof *_fp);
     etc_frame_check_init(_fp, "MAIN", 2);
+    etc_fn_enter(&_etc_fn_MAIN);
     _fp->_ret = _pp->_ret;
     etc_param_free(_pp, sizeof *_pp);
 #line 16 "figB_2_getloop.tc"
@@ -149,7 +163,7 @@ return; THREAD_1: ;
         
     }
     printf("read %d words from node %d, sum %d\n", _fp->count, ETC_OWNER_OF(_fp->valp), _fp->sum);
-    { etc_frame_free(_fp, sizeof *_fp); return; }
+    { etc_fn_leave(&_etc_fn_MAIN); etc_frame_free(_fp, sizeof *_fp); return; }
 }
 }
 #line 15 "figB_2_getloop.tc"
@@ -184,7 +198,7 @@ return; THREAD_2: ;
         _fp->sum += _fp->got;
     }
     printf("read %d words from node %d, sum %d\n", _fp->count, ETC_OWNER_OF(_fp->valp), _fp->sum);
-    { etc_frame_free(_fp, sizeof *_fp); return; }
+    { etc_fn_leave(&_etc_fn_MAIN); etc_frame_free(_fp, sizeof *_fp); return; }
 }
 }
 #pragma GCC diagnostic pop

@@ -44,6 +44,11 @@ typedef struct _walk_F {
     int acc;
     long dist;
 } _walk_F;
+static const etc_thread_info _etc_fn_walk_threads[] = {
+    {_walk_0, 0, 14},
+};
+static etc_fn_info _etc_fn_walk = {"walk", "global_ptrs.tc", 14, 1, _etc_fn_walk_threads, 0};
+ETC_FN_REGISTER(_etc_fn_walk);
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wunused-variable"
 #pragma GCC diagnostic ignored "-Wunused-local-typedefs"
@@ -54,6 +59,7 @@ void _walk_0(void *_etc_vpp)
     _walk_P *_pp = (_walk_P *)_etc_vpp;
     _walk_F *_fp = (_walk_F *)etc_frame_alloc(sizeof *_fp);
     etc_frame_check_init(_fp, "walk", 0);
+    etc_fn_enter(&_etc_fn_walk);
     _fp->_ret = _pp->_ret;
     _fp->done = _pp->done;
     _fp->v = _pp->v;
@@ -84,7 +90,7 @@ void _walk_0(void *_etc_vpp)
         _fp->acc += (int)_fp->dist;
     *ETC_DEREF((int *GLOBAL)_fp->end, "walk", __FILE__, __LINE__) = _fp->acc;
     etc_rsync(_fp->done);
-    { etc_frame_free(_fp, sizeof *_fp); return; }
+    { etc_fn_leave(&_etc_fn_walk); etc_frame_free(_fp, sizeof *_fp); return; }
 }
 }
 #pragma GCC diagnostic pop

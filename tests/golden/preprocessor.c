@@ -42,6 +42,12 @@ typedef struct _MAIN_F {
     int a;
 } _MAIN_F;
 void _MAIN_1(void *_etc_v);
+static const etc_thread_info _etc_fn_MAIN_threads[] = {
+    {_MAIN_0, 0, 12},
+    {_MAIN_1, 1, 21},
+};
+static etc_fn_info _etc_fn_MAIN = {"MAIN", "preprocessor.tc", 12, 2, _etc_fn_MAIN_threads, 0};
+ETC_FN_REGISTER(_etc_fn_MAIN);
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wunused-variable"
 #pragma GCC diagnostic ignored "-Wunused-local-typedefs"
@@ -52,6 +58,7 @@ void _MAIN_0(void *_etc_vpp)
     _MAIN_P *_pp = (_MAIN_P *)_etc_vpp;
     _MAIN_F *_fp = (_MAIN_F *)etc_frame_alloc(sizeof *_fp);
     etc_frame_check_init(_fp, "MAIN", 1);
+    etc_fn_enter(&_etc_fn_MAIN);
     _fp->_ret = _pp->_ret;
     etc_param_free(_pp, sizeof *_pp);
 #line 13 "preprocessor.tc"
@@ -90,7 +97,7 @@ return; THREAD_1: ;
     printf("sides %d\n", SIDES);
 #endif
     printf("area %d perimeter %d\n", _fp->a, perimeter(_fp->b));
-    { etc_frame_free(_fp, sizeof *_fp); return; }
+    { etc_fn_leave(&_etc_fn_MAIN); etc_frame_free(_fp, sizeof *_fp); return; }
 }
 }
 #pragma GCC diagnostic pop

@@ -27,6 +27,11 @@ typedef struct _leaf_F {
     SPTR done;
     int v;
 } _leaf_F;
+static const etc_thread_info _etc_fn_leaf_threads[] = {
+    {_leaf_0, 0, 7},
+};
+static etc_fn_info _etc_fn_leaf = {"leaf", "primitives.tc", 7, 1, _etc_fn_leaf_threads, 0};
+ETC_FN_REGISTER(_etc_fn_leaf);
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wunused-variable"
 #pragma GCC diagnostic ignored "-Wunused-local-typedefs"
@@ -37,6 +42,7 @@ void _leaf_0(void *_etc_vpp)
     _leaf_P *_pp = (_leaf_P *)_etc_vpp;
     _leaf_F *_fp = (_leaf_F *)etc_frame_alloc(sizeof *_fp);
     etc_frame_check_init(_fp, "leaf", 0);
+    etc_fn_enter(&_etc_fn_leaf);
     _fp->_ret = _pp->_ret;
     _fp->done = _pp->done;
     _fp->v = _pp->v;
@@ -45,7 +51,7 @@ void _leaf_0(void *_etc_vpp)
 {
     etc_incr_rsync(_fp->done, -1);
     (void)_fp->v;
-    { etc_frame_free(_fp, sizeof *_fp); return; }
+    { etc_fn_leave(&_etc_fn_leaf); etc_frame_free(_fp, sizeof *_fp); return; }
 }
 }
 #pragma GCC diagnostic pop
@@ -69,6 +75,11 @@ typedef struct _seqf_F {
     etc_ret _ret;
     int *GLOBAL out;
 } _seqf_F;
+static const etc_thread_info _etc_fn_seqf_threads[] = {
+    {_seqf_0, 0, 14},
+};
+static etc_fn_info _etc_fn_seqf = {"seqf", "primitives.tc", 14, 1, _etc_fn_seqf_threads, 0};
+ETC_FN_REGISTER(_etc_fn_seqf);
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wunused-variable"
 #pragma GCC diagnostic ignored "-Wunused-local-typedefs"
@@ -79,13 +90,14 @@ void _seqf_0(void *_etc_vpp)
     _seqf_P *_pp = (_seqf_P *)_etc_vpp;
     _seqf_F *_fp = (_seqf_F *)etc_frame_alloc(sizeof *_fp);
     etc_frame_check_init(_fp, "seqf", 0);
+    etc_fn_enter(&_etc_fn_seqf);
     _fp->_ret = _pp->_ret;
     _fp->out = _pp->out;
     etc_param_free(_pp, sizeof *_pp);
 #line 15 "primitives.tc"
 {
     *ETC_DEREF(_fp->out, "seqf", __FILE__, __LINE__) = ETC_NODE_ID;
-    { etc_ret _etc_r = _fp->_ret; etc_frame_free(_fp, sizeof *_fp); etc_return(_etc_r); return; }
+    { etc_ret _etc_r = _fp->_ret; etc_fn_leave(&_etc_fn_seqf); etc_frame_free(_fp, sizeof *_fp); etc_return(_etc_r); return; }
 }
 }
 #pragma GCC diagnostic pop
@@ -138,6 +150,15 @@ void _everything_1(void *_etc_v);
 void _everything_2(void *_etc_v);
 void _everything_3(void *_etc_v);
 void _everything_C1(void *_etc_v);
+static const etc_thread_info _etc_fn_everything_threads[] = {
+    {_everything_0, 0, 20},
+    {_everything_1, 1, 39},
+    {_everything_2, 2, 71},
+    {_everything_3, 3, 87},
+    {_everything_C1, -1, 78},
+};
+static etc_fn_info _etc_fn_everything = {"everything", "primitives.tc", 20, 5, _etc_fn_everything_threads, 0};
+ETC_FN_REGISTER(_etc_fn_everything);
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wunused-variable"
 #pragma GCC diagnostic ignored "-Wunused-local-typedefs"
@@ -148,6 +169,7 @@ void _everything_0(void *_etc_vpp)
     _everything_P *_pp = (_everything_P *)_etc_vpp;
     _everything_F *_fp = (_everything_F *)etc_frame_alloc(sizeof *_fp);
     etc_frame_check_init(_fp, "everything", 3);
+    etc_fn_enter(&_etc_fn_everything);
     _fp->_ret = _pp->_ret;
     _fp->done = _pp->done;
     _fp->frame = _pp->frame;
@@ -447,7 +469,7 @@ void _everything_3(void *_etc_v)
       
     
 return; THREAD_3: ;
-    { etc_frame_free(_fp, sizeof *_fp); return; }
+    { etc_fn_leave(&_etc_fn_everything); etc_frame_free(_fp, sizeof *_fp); return; }
 }
 }
 #line 20 "primitives.tc"

@@ -40,6 +40,12 @@ typedef struct _scopes_F {
     int total_1;
 } _scopes_F;
 void _scopes_1(void *_etc_v);
+static const etc_thread_info _etc_fn_scopes_threads[] = {
+    {_scopes_0, 0, 7},
+    {_scopes_1, 1, 31},
+};
+static etc_fn_info _etc_fn_scopes = {"scopes", "scoping.tc", 7, 2, _etc_fn_scopes_threads, 0};
+ETC_FN_REGISTER(_etc_fn_scopes);
 static int _scopes_calls = 0;
 static int _scopes_calls_1 = 7;
 #pragma GCC diagnostic push
@@ -52,6 +58,7 @@ void _scopes_0(void *_etc_vpp)
     _scopes_P *_pp = (_scopes_P *)_etc_vpp;
     _scopes_F *_fp = (_scopes_F *)etc_frame_alloc(sizeof *_fp);
     etc_frame_check_init(_fp, "scopes", 1);
+    etc_fn_enter(&_etc_fn_scopes);
     _fp->_ret = _pp->_ret;
     _fp->done = _pp->done;
     _fp->n = _pp->n;
@@ -125,7 +132,7 @@ return; THREAD_1: ;
         _scopes_calls_1 += _fp->p.x + _fp->p.y + _fp->n_copy + counter_global;
         etc_data_sync_l(_fp->total + _fp->i + _scopes_calls_1, (void *)(_fp->out), _fp->done);
     }
-    { etc_frame_free(_fp, sizeof *_fp); return; }
+    { etc_fn_leave(&_etc_fn_scopes); etc_frame_free(_fp, sizeof *_fp); return; }
 }
 }
 #pragma GCC diagnostic pop

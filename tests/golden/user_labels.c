@@ -23,6 +23,12 @@ typedef struct _MAIN_F {
     int x;
 } _MAIN_F;
 void _MAIN_1(void *_etc_v);
+static const etc_thread_info _etc_fn_MAIN_threads[] = {
+    {_MAIN_0, 0, 4},
+    {_MAIN_1, 1, 11},
+};
+static etc_fn_info _etc_fn_MAIN = {"MAIN", "user_labels.tc", 4, 2, _etc_fn_MAIN_threads, 0};
+ETC_FN_REGISTER(_etc_fn_MAIN);
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wunused-variable"
 #pragma GCC diagnostic ignored "-Wunused-local-typedefs"
@@ -33,6 +39,7 @@ void _MAIN_0(void *_etc_vpp)
     _MAIN_P *_pp = (_MAIN_P *)_etc_vpp;
     _MAIN_F *_fp = (_MAIN_F *)etc_frame_alloc(sizeof *_fp);
     etc_frame_check_init(_fp, "MAIN", 1);
+    etc_fn_enter(&_etc_fn_MAIN);
     _fp->_ret = _pp->_ret;
     etc_param_free(_pp, sizeof *_pp);
 #line 5 "user_labels.tc"
@@ -49,7 +56,7 @@ void _MAIN_0(void *_etc_vpp)
     
 done:
     printf("x = %d\n", _fp->x);
-    { etc_ret _etc_r = _fp->_ret; etc_frame_free(_fp, sizeof *_fp); etc_return(_etc_r); return; }
+    { etc_ret _etc_r = _fp->_ret; etc_fn_leave(&_etc_fn_MAIN); etc_frame_free(_fp, sizeof *_fp); etc_return(_etc_r); return; }
 }
 }
 #line 4 "user_labels.tc"
@@ -71,7 +78,7 @@ return; THREAD_1: ;
     _fp->x = 100;
 done:
     printf("x = %d\n", _fp->x);
-    { etc_ret _etc_r = _fp->_ret; etc_frame_free(_fp, sizeof *_fp); etc_return(_etc_r); return; }
+    { etc_ret _etc_r = _fp->_ret; etc_fn_leave(&_etc_fn_MAIN); etc_frame_free(_fp, sizeof *_fp); etc_return(_etc_r); return; }
 }
 }
 #pragma GCC diagnostic pop

@@ -22,6 +22,13 @@ typedef struct _f_F {
 } _f_F;
 void _f_1(void *_etc_v);
 void _f_2(void *_etc_v);
+static const etc_thread_info _etc_fn_f_threads[] = {
+    {_f_0, 0, 1},
+    {_f_1, 1, 7},
+    {_f_2, 2, 9},
+};
+static etc_fn_info _etc_fn_f = {"f", "warn_never_enabled.tc", 1, 3, _etc_fn_f_threads, 0};
+ETC_FN_REGISTER(_etc_fn_f);
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wunused-variable"
 #pragma GCC diagnostic ignored "-Wunused-local-typedefs"
@@ -32,6 +39,7 @@ void _f_0(void *_etc_vpp)
     _f_P *_pp = (_f_P *)_etc_vpp;
     _f_F *_fp = (_f_F *)etc_frame_alloc(sizeof *_fp);
     etc_frame_check_init(_fp, "f", 1);
+    etc_fn_enter(&_etc_fn_f);
     _fp->_ret = _pp->_ret;
     _fp->done = _pp->done;
     etc_param_free(_pp, sizeof *_pp);
@@ -81,7 +89,7 @@ void _f_2(void *_etc_v)
     
 return; THREAD_2: ;
     etc_rsync(_fp->done);
-    { etc_frame_free(_fp, sizeof *_fp); return; }
+    { etc_fn_leave(&_etc_fn_f); etc_frame_free(_fp, sizeof *_fp); return; }
 }
 }
 #pragma GCC diagnostic pop

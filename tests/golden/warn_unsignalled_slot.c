@@ -21,6 +21,12 @@ typedef struct _f_F {
     SPTR done;
 } _f_F;
 void _f_1(void *_etc_v);
+static const etc_thread_info _etc_fn_f_threads[] = {
+    {_f_0, 0, 1},
+    {_f_1, 1, 8},
+};
+static etc_fn_info _etc_fn_f = {"f", "warn_unsignalled_slot.tc", 1, 2, _etc_fn_f_threads, 0};
+ETC_FN_REGISTER(_etc_fn_f);
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wunused-variable"
 #pragma GCC diagnostic ignored "-Wunused-local-typedefs"
@@ -31,6 +37,7 @@ void _f_0(void *_etc_vpp)
     _f_P *_pp = (_f_P *)_etc_vpp;
     _f_F *_fp = (_f_F *)etc_frame_alloc(sizeof *_fp);
     etc_frame_check_init(_fp, "f", 2);
+    etc_fn_enter(&_etc_fn_f);
     _fp->_ret = _pp->_ret;
     _fp->done = _pp->done;
     etc_param_free(_pp, sizeof *_pp);
@@ -60,7 +67,7 @@ void _f_1(void *_etc_v)
     
 return; THREAD_1: ;
     etc_rsync(_fp->done);
-    { etc_frame_free(_fp, sizeof *_fp); return; }
+    { etc_fn_leave(&_etc_fn_f); etc_frame_free(_fp, sizeof *_fp); return; }
 }
 }
 #pragma GCC diagnostic pop

@@ -108,6 +108,12 @@ void etc_assert_fail(const char *file, int line, const char *what)
     etc_fatal("internal error: %s:%d: '%s' does not hold", file, line, what);
 }
 
+void etc_describe_nodes(void (*const *ran)(void *), int n, char *buf, size_t cap)
+{
+    (void)ran;
+    snprintf(buf, cap, "%d nodes", n);
+}
+
 /* ================================================= the test */
 
 #define TIMEOUT 60.0

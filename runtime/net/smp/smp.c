@@ -42,6 +42,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "etc.h"
 #include "net/common/frag.h"
 #include "net/net.h"
 #include "net/smp/smp_mem.h"
@@ -608,7 +609,8 @@ void etc_net_finish(void)
         nanosleep(&ts, NULL);
     }
     drain_output();
-    atomic_store(&smp.ctl[smp.me].finished, 1);
+    if (smp.ctl)
+        atomic_store(&smp.ctl[smp.me].finished, 1);
     exit(0);
 }
 
@@ -618,6 +620,12 @@ void etc_net_abort(void)
     if (smp.ctl)
         atomic_store(&smp.ctl[smp.me].reported, 1);
     _exit(1);
+}
+
+void etc_net_fatal_signal(void)
+{
+    if (smp.ctl)
+        atomic_store(&smp.ctl[smp.me].reported, 1);
 }
 
 /* R9: every node waits until all are up, so that MAIN does not compute alone while
@@ -675,18 +683,44 @@ static void kill_all(const pid_t *pids, int n)
             kill(pids[k], SIGKILL);
 }
 
+/* What each node was running, for the message of an interrupt: a thread that
+ * never ends is named. Asked with SIGURG, a node writes it to etc_rts.running,
+ * read from its memory a moment later (core/crash.c). */
+static void note_running(const pid_t *pids, int n, char *buf, size_t cap)
+{
+    etc_thread *ran = calloc((size_t)n, sizeof *ran);
+    buf[0] = 0;
+    if (!ran)
+        return;
+    for (int k = 0; k < n; k++)
+        if (pids[k] > 0)
+            kill(pids[k], SIGURG);
+    struct timespec answer = {0, 50 * 1000 * 1000};
+    nanosleep(&answer, NULL);
+    for (int k = 0; k < n; k++) {
+        struct iovec here = {&ran[k], sizeof ran[k]}, there = {&etc_rts.running, sizeof ran[k]};
+        if (pids[k] <= 0 || process_vm_readv(pids[k], &here, 1, &there, 1, 0) != sizeof ran[k])
+            ran[k] = ETC_RUNNING_UNKNOWN;
+    }
+    etc_describe_nodes(ran, n, buf, cap);
+    free(ran);
+}
+
 /* Waits for the nodes; the first failure or an interrupt ends them all (R11). */
 static void __attribute__((noreturn)) supervise(pid_t *pids, const sigset_t *sigs)
 {
     int n = smp.n, alive = n, failed = 0, interrupted = 0;
+    char ran[1024] = "";
     while (alive > 0) {
         siginfo_t si;
         int sig = sigwaitinfo(sigs, &si);
         if (sig < 0)
             continue;
         if (sig != SIGCHLD) {
-            if (!interrupted && !failed)
+            if (!interrupted && !failed) {
+                note_running(pids, n, ran, sizeof ran);
                 kill_all(pids, n);
+            }
             if (!interrupted)
                 interrupted = sig;
             continue;
@@ -719,8 +753,8 @@ static void __attribute__((noreturn)) supervise(pid_t *pids, const sigset_t *sig
     free(pids);
     if (interrupted) {
         const char *abbrev = sigabbrev_np(interrupted);
-        dprintf(2, "etc: interrupted (SIG%s): stopped all %d node%s\n", abbrev ? abbrev : "?", n,
-                n == 1 ? "" : "s");
+        dprintf(2, "etc: interrupted (SIG%s): stopped all %d node%s%s%s\n", abbrev ? abbrev : "?",
+                n, n == 1 ? "" : "s", ran[0] ? "; " : "", ran);
         _exit(128 + interrupted);
     }
     _exit(failed ? 1 : 0);
@@ -740,6 +774,16 @@ void etc_net_start(int want, int *node_id, int *num_nodes)
         rb /= 2;
     smp.rbytes = rb;
     smp.max_record = rb / 4 - sizeof(rec_hdr);
+    const char *tag = getenv("ETC_TAG_OUTPUT");
+    tag_output = tag && *tag && strcmp(tag, "0") != 0;
+    if (n == 1 && !tag_output) {
+        /* One node needs no supervisor, no fork and nothing shared: the program's
+         * own process is node 0, as a debugger expects (docs/debugging.md). The
+         * core reports its crash or interrupt itself. */
+        *node_id = 0;
+        *num_nodes = 1;
+        return;
+    }
     size_t ctl_bytes = (sizeof(run_hdr) + (size_t)n * sizeof(node_ctl) + 4095) & ~(size_t)4095;
     size_t ring_ctl_bytes = (pairs * sizeof(ring_ctl) + 4095) & ~(size_t)4095;
     size_t total = ctl_bytes + ring_ctl_bytes + pairs * rb;
@@ -772,8 +816,6 @@ void etc_net_start(int want, int *node_id, int *num_nodes)
     if (preload && strstr(preload, "vgpreload"))
         share = 0;
     etc_smp_share_reserve(n, share);
-    const char *tag = getenv("ETC_TAG_OUTPUT");
-    tag_output = tag && *tag && strcmp(tag, "0") != 0;
     fflush(stdout);
     fflush(stderr);
 
@@ -800,7 +842,11 @@ void etc_net_start(int want, int *node_id, int *num_nodes)
                 _exit(1); /* the supervisor is already gone */
             etc_smp_share_attach(k);
             prctl(PR_SET_PTRACER, PR_SET_PTRACER_ANY, 0, 0, 0); /* for process_vm_* */
-            signal(SIGINT, SIG_IGN); /* Ctrl-C: the supervisor stops every node */
+            /* Ctrl-C, a hang-up or SIGTERM to the process group: the supervisor
+             * names what each node was running, then stops them all */
+            signal(SIGINT, SIG_IGN);
+            signal(SIGTERM, SIG_IGN);
+            signal(SIGHUP, SIG_IGN);
             sigprocmask(SIG_SETMASK, &old, NULL);
             if (k != 0) {
                 int null = open("/dev/null", O_RDONLY);

@@ -591,6 +591,13 @@ void etc_net_abort(void)
     quit_quietly(1);
 }
 
+void etc_net_fatal_signal(void)
+{
+    static const char fatal[] = "FATAL\n";
+    if (tcp.ctl >= 0)
+        write_exact(tcp.ctl, fatal, sizeof fatal - 1);
+}
+
 /* ---------------------------------------------------------------- start-up */
 
 static int hexval(int c)
