@@ -221,20 +221,22 @@ class Launcher:
 
     def _relay_stdin(self, pipe: object) -> None:
         """Node 0 reads the user's standard input (after the secret line)."""
+        # Raw descriptors, not sys.stdin's buffered reader: a daemon thread blocked
+        # inside a buffered read holds its lock, and the interpreter aborts when it
+        # finds that lock taken at exit ("could not acquire lock ... at shutdown").
         def copy() -> None:
             try:
-                src = sys.stdin.buffer
-                while True:
-                    chunk = src.read1(65536) if hasattr(src, "read1") else src.read(65536)
-                    if not chunk:
-                        break
-                    pipe.write(chunk)  # type: ignore[attr-defined]
-                    pipe.flush()  # type: ignore[attr-defined]
+                dest = pipe.fileno()  # type: ignore[attr-defined]
+                while chunk := os.read(source, 65536):
+                    while chunk:
+                        chunk = chunk[os.write(dest, chunk):]
             except (OSError, ValueError):
                 pass
             finally:
                 _close_quietly(pipe)
-        if sys.stdin is None or sys.stdin.closed:
+        try:
+            source = sys.stdin.fileno()
+        except (AttributeError, OSError, ValueError):  # no standard input, or closed
             _close_quietly(pipe)
             return
         threading.Thread(target=copy, daemon=True).start()
