@@ -4,7 +4,8 @@
  *
  * Extends tree-sitter-c (pinned in package.json) the way tree-sitter-cpp and
  * tree-sitter-cuda do. Only what C cannot parse is added:
- *   - THREADED function definitions and prototypes (no return type);
+ *   - THREADED function definitions and prototypes (no return type, an optional
+ *     storage class);
  *   - GLOBAL as one more type qualifier, so it stands wherever `const` can;
  *   - THREAD_n: thread labels, block items of their own that may end a block;
  *   - SLOT SYNC_SLOTS[N]; the sync slot declaration, with SLOT also a type name.
@@ -33,8 +34,10 @@ module.exports = grammar(C, {
       $.sync_slots_declaration,
     ),
 
-    // `THREADED fib(SPTR done, int n, int *GLOBAL result) { ... }`
+    // `THREADED fib(SPTR done, int n, int *GLOBAL result) { ... }`; `static THREADED`
+    // makes it local to its file, as for a C function
     threaded_function_definition: $ => seq(
+      optional(field('storage', $.storage_class_specifier)),
       'THREADED',
       field('name', $.identifier),
       field('parameters', $.parameter_list),
@@ -43,6 +46,7 @@ module.exports = grammar(C, {
 
     // `THREADED fib(SPTR done, int n, int *GLOBAL result);` (headers, other files)
     threaded_function_declaration: $ => seq(
+      optional(field('storage', $.storage_class_specifier)),
       'THREADED',
       field('name', $.identifier),
       field('parameters', $.parameter_list),
