@@ -51,11 +51,27 @@ typedef struct etc_slot {
 typedef etc_slot SLOT;
 typedef etc_slot *SPTR; /* SLOT *GLOBAL */
 
-/* Where a CALLed function's RETURN() resumes its caller (Fig. 2.16). */
+/* Where a CALLed function's RETURN() resumes its caller (Fig. 2.16); ip is NULL for a
+ * function started by INVOKE or TOKEN. The checking build also records who started
+ * the function and how, so that a function that ends the wrong way for how another
+ * file starts it (END_FUNCTION() after CALL, RETURN() after INVOKE/TOKEN) is
+ * reported with both names; etcpre catches it within one file. */
 typedef struct etc_ret {
     etc_thread ip;
     void *fp;
+#ifdef ETC_CHECK
+    const char *from; /* the starting threaded function; NULL for MAIN's start */
+    const char *how;  /* "INVOKE", "TOKEN" or "CALL" */
+    const char *file;
+    int line;
+#endif
 } etc_ret;
+
+#ifdef ETC_CHECK
+#define ETC_STARTED(ip, fp, from, how) ((etc_ret){(ip), (fp), (from), (how), __FILE__, __LINE__})
+#else
+#define ETC_STARTED(ip, fp, from, how) ((etc_ret){(ip), (fp)})
+#endif
 
 /* ---------------------------------------------------------------- GLOBAL pointers
  *
@@ -82,6 +98,12 @@ typedef struct etc_ret {
 #define ETC_TO_LOCAL(g) ((ETC_PTR_TYPE(g))((uintptr_t)(g) & ETC_ADDR_MASK))
 #define ETC_MAKE_GPTR(node, p) \
     ((ETC_PTR_TYPE(p))(((uintptr_t)(p) & ETC_ADDR_MASK) | etc_make_tag(node)))
+/* &g->designator for a GLOBAL pointer g (designator: `a.b[i]`): a GLOBAL pointer to
+ * that member on g's node, computed without touching it (etcpre lowers `&p->a.b[i]`,
+ * `&p[i].m` and a decaying `p->arr` to this). */
+#define ETC_GADDR(g, designator)                                                 \
+    ((__typeof__(&ETC_TO_LOCAL(g)->designator))((char *)(g) +                    \
+                                                __builtin_offsetof(__typeof__(*(g)), designator)))
 #define ETC_OWNER_OF(g) etc_owner_of((const void *)(g))
 #define ETC_IS_OWNER(g) etc_is_local((const void *)(g))
 
@@ -115,6 +137,18 @@ typedef struct etc_fn_info {
     __attribute__((used, section("etc_fns"))) static etc_fn_info *const d##_entry = &(d)
 #define etc_fn_enter(d) ((void)((d)->live++))
 #define etc_fn_leave(d) ((void)((d)->live--))
+
+/* Plain C (reference section 3) uses these by their Threaded-C names: etcc compiles
+ * every plain .c file with this header. (In generated code etcpre writes the ETC_
+ * names itself.) */
+#define NUM_NODES ETC_NUM_NODES
+#define NODE_ID ETC_NODE_ID
+#define POLL() etc_poll()
+#define TO_GLOBAL(p) ETC_TO_GLOBAL(p)
+#define TO_LOCAL(g) ETC_TO_LOCAL(g)
+#define MAKE_GPTR(node, p) ETC_MAKE_GPTR((node), (p))
+#define OWNER_OF(g) ETC_OWNER_OF(g)
+#define IS_OWNER(g) ETC_IS_OWNER(g)
 
 /* ---------------------------------------------------------------- the node */
 
@@ -386,7 +420,33 @@ static inline void etc_rspawn(void *g, etc_thread ip)
         etc_rspawn_remote(g, ip);
 }
 
-/* ---- starting functions */
+/* ---- starting and ending functions */
+
+#ifdef ETC_CHECK
+/* END_FUNCTION() (by_return 0) or RETURN() (1) of threaded function fname, which r
+ * says who started and how. */
+static inline void etc_check_end(etc_ret r, const char *fname, int by_return,
+                                 const char *file, int line)
+{
+    if (r.from == NULL)
+        return; /* MAIN: ends either way */
+    int called = r.ip != NULL;
+    if (called && !by_return)
+        etc_check_fail(fname, file, line,
+                       "'%s' ends with END_FUNCTION(), but '%s' started it with CALL "
+                       "(%s:%d): a CALLed function ends with RETURN(), which resumes "
+                       "its caller", fname, r.from, r.file, r.line);
+    if (!called && by_return)
+        etc_check_fail(fname, file, line,
+                       "'%s' ends with RETURN(), but '%s' started it with %s (%s:%d): a "
+                       "function started by INVOKE or TOKEN ends with END_FUNCTION()",
+                       fname, r.from, r.how, r.file, r.line);
+}
+#define ETC_CHECK_END(r, fname, by_return) \
+    etc_check_end((r), (fname), (by_return), __FILE__, __LINE__)
+#else
+#define ETC_CHECK_END(r, fname, by_return) ((void)0)
+#endif
 
 static inline void etc_invoke(int node, etc_thread fn, void *pp, size_t size)
 {

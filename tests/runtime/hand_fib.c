@@ -55,7 +55,7 @@ static void _fib_0(void *vpp)
     etc_init_sync(&fp->_slots[0], 2, 2, _fib_1, fp);
     for (int k = 1; k <= 2; k++) {
         _fib_P *c = etc_param_alloc(sizeof *c);
-        c->_ret = (etc_ret){0, 0};
+        c->_ret = (etc_ret){.ip = 0, .fp = 0};
         c->done = ETC_TO_GLOBAL(&fp->_slots[0]);
         c->n = fp->n - k;
         c->result = ETC_TO_GLOBAL(k == 1 ? &fp->r1 : &fp->r2);
@@ -91,7 +91,7 @@ void etc_user_main(int argc, char **argv)
     fp->n = argc > 1 ? atoi(argv[1]) : 20;
     etc_init_sync(&fp->_slots[0], 1, 1, main_1, fp);
     _fib_P *c = etc_param_alloc(sizeof *c);
-    c->_ret = (etc_ret){0, 0};
+    c->_ret = (etc_ret){.ip = 0, .fp = 0};
     c->done = ETC_TO_GLOBAL(&fp->_slots[0]);
     c->n = fp->n;
     c->result = ETC_TO_GLOBAL(&fp->result);

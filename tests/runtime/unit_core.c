@@ -68,7 +68,7 @@ static void tok_0(void *vpp)
 static void token(int tag)
 {
     tok_P *p = etc_param_alloc(sizeof *p);
-    p->_ret = (etc_ret){0, 0};
+    p->_ret = (etc_ret){.ip = 0, .fp = 0};
     p->tag = tag;
     etc_token(tok_0, p, sizeof *p);
 }
@@ -157,7 +157,7 @@ void etc_user_main(int argc, char **argv)
     etc_spawn(mark, mark_frame('a'));
     etc_spawn(mark, mark_frame('b'));
     etc_spawn(mark, mark_frame('c'));
-    etc_return((etc_ret){mark, mark_frame('r')});
+    etc_return((etc_ret){.ip = mark, .fp = mark_frame('r')});
     etc_spawn(check_ready_order, mark_frame('x'));
     etc_frame_free(f, sizeof *f);
 }
