@@ -30,10 +30,17 @@ class Diagnostic:
             return f"{self.severity.value}: {self.message}"
         line, col = self.source.line_col(self.offset)
         head = f"{self.source.name}:{line}:{col}: {self.severity.value}: {self.message}"
-        text = self.source.line_text(line)
-        # Keep tabs in the caret line so the caret sits under the right character.
-        pad = "".join("\t" if ch == "\t" else " " for ch in text[: col - 1])
-        return f"{head}\n{text}\n{pad}^"
+        return "\n".join([head, *caret_lines(self.source, line, col)])
+
+
+def caret_lines(source: SourceFile, line: int, col: int) -> list[str]:
+    """The source line and a caret under character column `col` of it."""
+    if not 1 <= line <= source.line_count:
+        return []
+    text = source.line_text(line)
+    # Keep tabs in the caret line so the caret sits under the right character.
+    pad = "".join("\t" if ch == "\t" else " " for ch in text[: col - 1])
+    return [text, f"{pad}^"]
 
 
 @dataclass

@@ -6,6 +6,8 @@ import bisect
 from dataclasses import dataclass, field
 from pathlib import Path
 
+BOM = b"\xef\xbb\xbf"
+
 
 class SourceError(Exception):
     """A file that cannot be read; the message is ready for the user."""
@@ -47,13 +49,21 @@ class SourceFile:
         offset = max(0, min(offset, len(self.data)))
         idx = bisect.bisect_right(self._line_starts, offset) - 1
         start = self._line_starts[idx]
+        if start == 0 and self.data.startswith(BOM):
+            start = min(len(BOM), offset)  # editors do not count a byte-order mark
         col = len(self.data[start:offset].decode("utf-8", errors="replace")) + 1
         return idx + 1, col
+
+    @property
+    def line_count(self) -> int:
+        return len(self._line_starts)
 
     def line_text(self, line: int) -> str:
         start = self._line_starts[line - 1]
         end = self.data.find(b"\n", start)
         raw = self.data[start:] if end == -1 else self.data[start:end]
+        if start == 0 and raw.startswith(BOM):
+            raw = raw[len(BOM):]
         return raw.rstrip(b"\r").decode("utf-8", errors="replace")
 
     def text(self, start: int, end: int) -> str:

@@ -8,25 +8,30 @@
 from __future__ import annotations
 
 import os
+import re
 import shlex
 import subprocess
 import sys
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from etcpre import toolchain
+from etcpre.cli import ccdiag
 from etcpre.cli.common import run_main, version_text
-from etcpre.diagnostics import DiagnosticSink
-from etcpre.source import SourceError, SourceFile
-from etcpre.translate import Options as TranslateOptions
-from etcpre.translate import translate
+from etcpre.cli.translation import translate_file
+from etcpre.options import Options as TranslateOptions
+
+if TYPE_CHECKING:
+    from etcpre.translate import Translation
 
 USAGE = """\
 usage: etcc [options] files...
 
 Translate Threaded-C (.tc) files, compile them and link them with the etc runtime.
-.c, .o, .a and .so files pass through to the C compiler ($CC, default cc).
+.c, .o, .a and .so files pass through to the C compiler ($CC, default cc); plain .c
+files are compiled with etc.h (NODE_ID, NUM_NODES, POLL(), etc_time(), ...).
 
   -o FILE            write the output to FILE (default a.out, or NAME.o with -c)
   -c                 compile only, to .o files
@@ -39,6 +44,8 @@ Translate Threaded-C (.tc) files, compile them and link them with the etc runtim
   -Dname[=v] -Uname  define / undefine a macro (for etcpre and cc)
   -Idir              add an include directory (for etcpre and cc)
   -Ldir -llib        library directory / library (passed to the linker)
+  -x tc | c | none   treat the following .c files as Threaded-C (tc), as plain C (c),
+                     or by their suffix again (none), as cc's -x does
   -target T          {targets} (default {default}); also --target=T
   -lb NAME           default load balancer (etcrun --lb and ETC_LB override it):
                      {balancers}
@@ -58,6 +65,8 @@ class UsageError(Exception):
 
 @dataclass
 class Options:
+    """etcc's command line."""
+
     output: str | None = None
     mode: str = "link"  # link | c | S | E
     target: str = toolchain.DEFAULT_TARGET
@@ -67,12 +76,20 @@ class Options:
     keep: bool = False
     verbose: bool = False
     cpp: list[str] = field(default_factory=list)  # -D/-U/-I, in order
-    defines: list[str] = field(default_factory=list)
-    undefines: list[str] = field(default_factory=list)
+    macros: list[str] = field(default_factory=list)  # -D/-U, in order
     includes: list[str] = field(default_factory=list)
     cc_flags: list[str] = field(default_factory=list)
     link_flags: list[str] = field(default_factory=list)
     inputs: list[str] = field(default_factory=list)
+    languages: dict[int, str] = field(default_factory=dict)  # input index -> -x given
+
+    def kind(self, index: int) -> str:
+        """tc, c, asm, o, lib or other: by -x, else by suffix."""
+        path = self.inputs[index]
+        given = self.languages.get(index)
+        if given is not None and _kind(path) in ("c", "tc", "other"):
+            return given
+        return _kind(path)
 
 
 def _value(argv: list[str], i: int, opt: str) -> tuple[str, int]:
@@ -90,6 +107,7 @@ def _value(argv: list[str], i: int, opt: str) -> tuple[str, int]:
 def parse(argv: list[str]) -> Options:
     o = Options()
     i = 0
+    language: str | None = None  # from -x
     while i < len(argv):
         a = argv[i]
         if a in ("-h", "--help"):
@@ -121,6 +139,11 @@ def parse(argv: list[str]) -> Options:
             i += 1
         elif a == "-o" or (a.startswith("-o") and not a.startswith("--")):
             o.output, i = _value(argv, i, "-o")
+        elif a == "-x" or (a.startswith("-x") and len(a) > 2):
+            lang, i = _value(argv, i, "-x")
+            if lang not in ("tc", "c", "none"):
+                raise UsageError(f"unknown language '{lang}' for -x (valid: tc, c, none)")
+            language = None if lang == "none" else lang
         elif a in ("-target", "--target") or a.startswith("--target="):
             o.target, i = _value(argv, i, a.split("=")[0])
             if o.target not in toolchain.TARGETS:
@@ -136,7 +159,7 @@ def parse(argv: list[str]) -> Options:
                                  f"{', '.join(toolchain.BALANCERS)})")
         elif a[:2] in ("-D", "-U", "-I"):
             v, i = _value(argv, i, a[:2])
-            {"-D": o.defines, "-U": o.undefines, "-I": o.includes}[a[:2]].append(v)
+            (o.includes if a[:2] == "-I" else o.macros).append(v if a[:2] == "-I" else a[:2] + v)
             o.cpp.append(a[:2] + v)
         elif a[:2] in ("-L", "-l"):
             v, i = _value(argv, i, a[:2])
@@ -150,12 +173,14 @@ def parse(argv: list[str]) -> Options:
             o.cc_flags.append(a)
             i += 1
         else:
+            if language is not None:
+                o.languages[len(o.inputs)] = language
             o.inputs.append(a)
             i += 1
     if not o.inputs:
         raise UsageError("no input files")
     if o.output and o.mode in ("c", "S") and \
-            sum(1 for f in o.inputs if _kind(f) in ("tc", "c")) > 1:
+            sum(1 for k, f in enumerate(o.inputs) if o.kind(k) in ("tc", "c")) > 1:
         raise UsageError(f"cannot use -o with -{o.mode} and several source files")
     return o
 
@@ -171,6 +196,32 @@ def _kind(path: str) -> str:
     suffix = Path(path).suffix
     return {".tc": "tc", ".c": "c", ".o": "o", ".a": "lib", ".so": "lib", ".s": "asm",
             ".S": "asm"}.get(suffix, "other")
+
+
+def _plain_c_hint(path: str) -> str | None:
+    """`file.c:L:C: error: ...` when a plain C file defines a threaded function (cc
+    would answer with a wall of errors)."""
+    from etcpre.passes import parse as ts  # noqa: PLC0415
+    from etcpre.passes.syntax import text, walk  # noqa: PLC0415
+
+    try:
+        data = Path(path).read_bytes()
+    except OSError:
+        return None  # cc says why
+    if b"THREADED" not in data:
+        return None
+    import tree_sitter  # noqa: PLC0415
+
+    root = tree_sitter.Parser(ts.language()).parse(data).root_node
+    node = next((n for n in walk(root) if n.type == "threaded_function_definition"), None)
+    if node is None:
+        return None
+    name = node.child_by_field_name("name")
+    line = node.start_point.row + 1
+    col = node.start_point.column + 1
+    return (f"{path}:{line}:{col}: error: THREADED function "
+            f"'{text(name) if name is not None else '?'}' in a plain C file: rename it to "
+            f"{Path(path).stem}.tc or compile it with -x tc\n")
 
 
 class Driver:
@@ -197,13 +248,8 @@ class Driver:
             sys.stderr.write(f"etcc: error: cannot run '{cmd[0]}' (set $CC?)\n")
             return 127
 
-    def etcpre(self, tc: str, index: int) -> Path | None:
+    def etcpre(self, tc: str, index: int) -> tuple[Path, Translation] | None:
         """Translates one .tc file in-process; diagnostics go to stderr."""
-        try:
-            source = SourceFile.load(tc)
-        except SourceError as exc:
-            sys.stderr.write(f"{exc}\n")
-            return None
         stem = Path(tc).stem
         out = Path(f"{stem}.c") if self.o.keep else self.tmp / f"{index}_{stem}.c"
         if self.o.keep and out.exists() and not _generated(out):
@@ -211,14 +257,9 @@ class Driver:
                              "write; rename one of them\n")
             return None
         self.say(["etcpre", *self.o.cpp, tc, "-o", str(out)])
-        sink = DiagnosticSink()
-        text = translate(source, TranslateOptions(self.o.defines, self.o.undefines,
-                                                  self.o.includes), sink)
-        sys.stderr.write(sink.render())
-        if text is None:
-            return None
-        out.write_text(text, encoding="utf-8")
-        return out
+        options = TranslateOptions(tuple(self.o.macros), tuple(self.o.includes))
+        translation = translate_file(tc, options, out)
+        return (out, translation) if translation is not None else None
 
     def cflags(self) -> list[str]:
         flags = ["-std=gnu11", f"-I{toolchain.include_dir()}", "-fno-pie", *self.o.cpp]
@@ -228,41 +269,66 @@ class Driver:
             flags += ["-DETC_PROF"] + ([] if self.o.check else ["-g1"])
         return flags + self.o.cc_flags
 
-    def compile(self, src: str | Path, out: Path | None, mode: str, tc: bool = False) -> int:
-        # a thread's frame stays on the stack while what it calls runs: a crash or
-        # an interrupt names the thread by it (runtime/core/functions.c)
-        threads = ["-fno-optimize-sibling-calls"] if tc else []
-        cmd = [*self.cc, *self.cflags(), *threads, f"-{mode}", str(src)]
+    def compile(self, src: str | Path, out: Path | None, mode: str, extra: list[str],
+                translation: Translation | None = None) -> int:
+        cmd = [*self.cc, *self.cflags(), *extra, f"-{mode}", str(src)]
         if out is not None:
             cmd += ["-o", str(out)]
-        return self.run(cmd)
+        if translation is None:
+            return self.run(cmd)
+        # generated C: cc's columns go back to the .tc file (ccdiag)
+        cmd[len(self.cc):len(self.cc)] = list(ccdiag.caret_flags(tuple(self.cc)))
+        self.say(cmd)
+        try:
+            proc = subprocess.run(cmd, check=False, stderr=subprocess.PIPE, text=True,
+                                  errors="replace")
+        except FileNotFoundError:
+            sys.stderr.write(f"etcc: error: cannot run '{cmd[0]}' (set $CC?)\n")
+            return 127
+        sys.stderr.write(ccdiag.remap(proc.stderr, translation))
+        return proc.returncode
 
     def main(self) -> int:
         o = self.o
         objects: list[str] = []
         for index, f in enumerate(o.inputs):
-            kind = _kind(f)
+            kind = o.kind(index)
+            extra: list[str] = []
+            translation = None
             if kind == "tc":
-                c_file = self.etcpre(f, index)
-                if c_file is None:
+                done = self.etcpre(f, index)
+                if done is None:
                     return 1
-                src: str | Path = c_file
-            elif kind in ("c", "asm"):
+                src: str | Path = done[0]
+                translation = done[1]
+                # the generated file is elsewhere: its "x.h" are next to the .tc file;
+                # a thread's frame stays on the stack while what it calls runs: a crash
+                # or an interrupt names the thread by it (runtime/core/functions.c)
+                extra = ["-iquote", str(Path(f).parent), "-fno-optimize-sibling-calls"]
+            elif kind == "c":
+                hint = _plain_c_hint(f)
+                if hint is not None:
+                    sys.stderr.write(hint)
+                    return 1
+                src = f
+                extra = ["-include", "etc.h"]
+            elif kind == "asm":
                 src = f
             else:
                 if o.mode == "link":
                     objects.append(f)
                 continue
             stem = Path(f).stem
-            tc = kind == "tc"
             if o.mode == "E":
-                rc = self.compile(src, Path(o.output) if o.output else None, "E", tc)
+                rc = self.compile(src, Path(o.output) if o.output else None, "E", extra,
+                                  translation)
             elif o.mode in ("c", "S"):
                 ext = "o" if o.mode == "c" else "s"
-                rc = self.compile(src, Path(o.output or f"{stem}.{ext}"), o.mode, tc)
+                rc = self.compile(src, Path(o.output or f"{stem}.{ext}"), o.mode, extra,
+                                  translation)
             else:
                 obj = self.tmp / f"{stem}_{len(objects)}.o"
-                rc = self.compile(src, obj, "c", tc)
+                rc = self.compile(src, obj, "c", extra, translation)
                 objects.append(str(obj))
             if rc != 0:
                 return rc
@@ -288,7 +354,42 @@ class Driver:
         cmd = [*self.cc, "-no-pie", *san, *objects, *extra, str(lib),
                *toolchain.TARGETS[o.target].link_flags, *o.link_flags, "-pthread", "-o",
                o.output or "a.out"]
-        return self.run(cmd)
+        self.say(cmd)
+        try:
+            proc = subprocess.run(cmd, check=False, capture_output=True, text=True,
+                                  errors="replace")
+        except FileNotFoundError:
+            sys.stderr.write(f"etcc: error: cannot run '{cmd[0]}' (set $CC?)\n")
+            return 127
+        sys.stdout.write(proc.stdout)
+        if proc.returncode != 0:
+            explained = _explain_link_failure(proc.stderr)
+            sys.stderr.write(explained if explained is not None else proc.stderr)
+        else:
+            sys.stderr.write(proc.stderr)
+        return proc.returncode
+
+
+def _explain_link_failure(output: str) -> str | None:
+    """The link errors a Threaded-C program's structure causes, said in its terms (the
+    translator sees one file; only the link sees the whole program)."""
+    for name in dict.fromkeys(re.findall(r"_etc_layout_(\w+?)_[0-9a-f]{10}\b", output)):
+        if re.search(rf"\b_{re.escape(name)}_0\b", output):
+            return (f"etcc: error: threaded function '{name}' is started, but no file "
+                    "defines it\n")
+        return (f"etcc: error: the files disagree on the parameters of threaded function "
+                f"'{name}': the file that defines it and a file that starts it declare it "
+                "differently (declare it once, in a header every file includes)\n")
+    if re.search(r"etc_user_main", output) and re.search(r"undefined", output):
+        return ("etcc: error: the program has no THREADED MAIN: a Threaded-C program starts "
+                "at thread 0 of THREADED MAIN(void) or THREADED MAIN(int argc, char **argv)\n")
+    if re.search(r"(multiple definition of|duplicate symbol:?)\s*[`']?main\b", output):
+        where = re.search(r"[^\s:/]+\.c(?=:\(\.text)", output)
+        in_file = f" ({where.group()})" if where else ""
+        return (f"etcc: error: the program defines main(){in_file}: the runtime defines "
+                "main() and starts the program at THREADED MAIN (rename main to THREADED "
+                "MAIN)\n")
+    return None
 
 
 def _generated(path: Path) -> bool:

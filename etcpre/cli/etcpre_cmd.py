@@ -5,10 +5,14 @@ from __future__ import annotations
 import argparse
 import re
 import sys
+from pathlib import Path
 
 from etcpre.cli.common import ArgParser, run_main
+from etcpre.cli.translation import translate_file
 from etcpre.diagnostics import DiagnosticSink
+from etcpre.options import Options
 from etcpre.passes import parse
+from etcpre.passes.text import WorkingText
 from etcpre.source import SourceError, SourceFile
 
 
@@ -19,39 +23,43 @@ def _arg_parser() -> argparse.ArgumentParser:
         description="Translate a Threaded-C file (.tc) to C.",
     )
     ap.add_argument("file", help="the .tc file to translate")
-    ap.add_argument("-o", dest="output",
-                    help="write the C output here (default, or '-': standard output)")
+    ap.add_argument("-o", dest="output", help="write the C output here (default, or -: stdout)")
     ap.add_argument(
         "--syntax-tree",
         action="store_true",
         help="print the syntax tree as an S-expression and exit",
     )
-    ap.add_argument("-D", dest="defines", action="append", default=[], metavar="NAME[=V]")
-    ap.add_argument("-U", dest="undefines", action="append", default=[], metavar="NAME")
+    # -D and -U share one list: the C preprocessor applies them in command-line order
+    ap.add_argument("-D", dest="macros", action="append", default=[], metavar="NAME[=V]",
+                    type=lambda v: f"-D{v}")
+    ap.add_argument("-U", dest="macros", action="append", default=[], metavar="NAME",
+                    type=lambda v: f"-U{v}")
     ap.add_argument("-I", dest="includes", action="append", default=[], metavar="DIR")
     return ap
 
 
 def _body(argv: list[str]) -> int:
     opts = _arg_parser().parse_args(argv)
-    if opts.output == "-":
-        opts.output = None
+    if opts.syntax_tree:
+        return _syntax_tree(opts.file)
+    options = Options(tuple(opts.macros), tuple(opts.includes))
+    output = Path(opts.output) if opts.output and opts.output != "-" else None
+    return 0 if translate_file(opts.file, options, output) is not None else 1
+
+
+def _syntax_tree(path: str) -> int:
     try:
-        source = SourceFile.load(opts.file)
+        source = SourceFile.load(path)
     except SourceError as exc:
         sys.stderr.write(f"{exc}\n")
         return 1
     sink = DiagnosticSink()
-    if opts.syntax_tree:
-        result = parse.parse(source, sink)
-        if sink.has_errors:
-            sys.stderr.write(sink.render())
-            return 1
-        sys.stdout.write(format_sexp(str(result.root)) + "\n")
-        return 0
-    from etcpre import translate  # noqa: PLC0415 - libclang is only needed here
-
-    return translate.run(source, opts, sink)
+    result = parse.parse(WorkingText.of(source), sink)
+    if sink.has_errors:
+        sys.stderr.write(sink.render())
+        return 1
+    sys.stdout.write(format_sexp(str(result.root)) + "\n")
+    return 0
 
 
 _SEXP_TOKEN = re.compile(r'\(|\)|"(?:[^"\\]|\\.)*"|[^\s()]+')

@@ -1,59 +1,96 @@
-"""Pass 2, analyse: what the program means, and every error a student can make with it.
+"""Pass 2, analyse: what the program means.
 
 Builds a `Model`: the threaded functions with their frames (parameters, locals with C
-scoping resolved, slots, thread labels, CALL sites), the signatures of every threaded
-function in reach (this file and its headers, through libclang), and the expressions
-that are GLOBAL pointers (through libclang's types). All diagnostics of the language
-(reference section 2, issue list) are produced here; later passes do not fail.
+scoping resolved, slots, thread labels, CALL sites, which code each entry reaches), the
+parameter lists of every threaded function in reach (this file and its headers, through
+libclang), and clang's facts about types and constants. Tree-sitter gives the structure
+and the byte ranges the lowering rewrites; libclang (`clang_view.Facts`) what the
+preprocessor and the type system decide. The language's checks run on the model in
+`checks.py`; both report through the same sink, and later passes do not fail.
 """
 
 from __future__ import annotations
 
-import os
-import re
+import hashlib
 from dataclasses import dataclass, field
 
+import tree_sitter
+
 from etcpre.diagnostics import DiagnosticSink
-from etcpre.passes import clang_view
-from etcpre.passes.parse import ParseResult
-from etcpre.passes.primitives import PRIMITIVES, VALUE_PRIMITIVES, Kind, Primitive
+from etcpre.passes import reach
+from etcpre.passes.clang_view import Facts, Param, ThreadedDecl, Var
+from etcpre.passes.parse import ParseResult, language
+from etcpre.passes.primitives import CALL_PRIMITIVES, Kind
 from etcpre.passes.syntax import (
     Node,
     call_args,
     call_name,
-    const_int,
     declarator_identifier,
     declares_function,
     label_number,
     text,
     walk,
 )
-from etcpre.source import SourceFile
-from etcpre.translate import Options
+from etcpre.passes.text import WorkingText
 
-RESERVED_FIELDS = frozenset({"_slots", "_ret", "_chk"})
+RESERVED_FIELDS = frozenset({"_slots", "_ret", "_hdr"})
+
+
+class Reporter:
+    """Diagnostics at working-text offsets, reported where they are in the .tc file."""
+
+    def __init__(self, working: WorkingText, sink: DiagnosticSink) -> None:
+        self.working = working
+        self.sink = sink
+
+    def error(self, offset: int, message: str) -> None:
+        self.sink.error(self.working.source, self.working.origin(offset), message)
+
+    def warning(self, offset: int, message: str) -> None:
+        self.sink.warning(self.working.source, self.working.origin(offset), message)
+
+    def line(self, offset: int) -> int:
+        return self.working.line(offset)
 
 
 @dataclass
 class Local:
-    """A parameter or local variable: one field of the activation frame."""
+    """A parameter or local variable: one field of the activation frame (or, for a
+    static local, a file-scope variable; for a VLA no thread boundary crosses, a C
+    local of the thread function)."""
 
     name: str
-    field: str  # frame field (or, for a static local, the file-scope variable)
+    field: str
     declaration: Node  # parameter_declaration or declaration
     declarator: Node  # declarator without initializer
     init: Node | None = None
     is_param: bool = False
     is_static: bool = False
-    array_size: int | None = None  # size for `T a[] = {...}` taken from clang
+    in_block: bool = False  # stays a C local of its block (a VLA)
+    var: Var | None = None  # clang's facts (locals)
+    param: Param | None = None  # clang's facts (parameters)
+
+
+@dataclass(frozen=True)
+class Field:
+    """One field of a parameter frame `_f_P`."""
+
+    name: str
+    declaration: str  # C declaration of the field
+    assignable: bool  # `=` can copy it
 
 
 @dataclass
 class Signature:
+    """What starting a threaded function needs: its parameter frame's fields."""
+
     name: str
-    params: list[tuple[str, str]]  # (name, declaration text)
+    fields: list[Field]
     origin: str  # "this file" or the header's path
+    static: bool = False
     ends_with: str | None = None  # "END_FUNCTION", "RETURN" or None (unknown)
+    layout: str = ""  # a digest of the parameters' sizes, alignments and kinds
+    defined_here: bool = False
 
 
 @dataclass
@@ -61,83 +98,78 @@ class ThreadedFunction:
     name: str
     node: Node
     body: Node
+    static: bool = False
     params: list[Local] = field(default_factory=list)
     locals: list[Local] = field(default_factory=list)  # frame fields, declaration order
     statics: list[Local] = field(default_factory=list)
+    block_locals: list[Local] = field(default_factory=list)
     slots_decl: Node | None = None
     nslots: int | None = None
-    nslots_text: str | None = None
     labels: dict[int, Node] = field(default_factory=dict)
-    calls: list[Node] = field(default_factory=list)  # CALL statements, in order
+    calls: list[Node] = field(default_factory=list)  # CALL expressions, in order
     refs: dict[int, Local] = field(default_factory=dict)  # identifier start -> Local
     ends_with: str | None = None
+    reach: reach.Reach | None = None
 
     @property
     def frame_fields(self) -> list[Local]:
         return self.params + self.locals
 
+    def entries(self) -> reach.Entries:
+        declared = frozenset(loc.declaration.id for loc in self.locals + self.statics +
+                             self.block_locals)
+        return reach.Entries(self.body, self.labels, self.calls, declared)
+
 
 @dataclass
 class Model:
-    source: SourceFile
+    working: WorkingText
     root: Node
+    facts: Facts
     functions: list[ThreadedFunction]
     prototypes: list[Node]  # threaded_function_declaration nodes in this file
     signatures: dict[str, Signature]
-    global_exprs: set[tuple[int, int]]
     plain_functions: list[Node]  # function_definition nodes in this file
     used_callees: dict[str, list[str]]  # threaded function -> callees it starts
+    inactive: list[tuple[int, int]]  # code the preprocessor skips
+    # (INVOKE/TOKEN/CALL's start byte, argument index) the translator warned about: the
+    # lowering converts them explicitly, so that cc does not say it again
+    warned_args: set[tuple[int, int]] = field(default_factory=set)
+
+    @property
+    def global_exprs(self) -> set[tuple[int, int]]:
+        return self.facts.global_pointers
 
 
-def analyse(parsed: ParseResult, options: Options, sink: DiagnosticSink) -> Model:
-    src = parsed.source
+def analyse(parsed: ParseResult, facts: Facts, sink: DiagnosticSink) -> Model:
+    from etcpre.passes import checks  # noqa: PLC0415 - checks reads the Model defined here
+
+    working = parsed.working
     root = parsed.root
-    args = clang_view.clang_args(
-        options.defines, options.undefines, options.include_dirs,
-        os.path.dirname(os.path.abspath(src.name)) or ".",
-    )
-    view = clang_view.analyse(src.name, src.data, root, args)
-    if view.fatal:
-        offset, message = view.fatal
-        sink.error(src, offset or 0, message)
-    for offset, msg in view.address_space_errors:
-        sink.error(src, offset, _address_space_message(msg))
-    for q in clang_view.global_qualifiers(root):
-        if q.parent is None or q.parent.type not in ("pointer_declarator",
-                                                     "abstract_pointer_declarator"):
-            sink.error(src, q.start_byte,
-                       "GLOBAL qualifies a pointer: write it after the '*' (int *GLOBAL p)")
-
-    defs = [n for n in walk(root) if n.type == "threaded_function_definition"]
-    protos = [n for n in walk(root) if n.type == "threaded_function_declaration"]
-    plain = [n for n in walk(root) if n.type == "function_definition"]
-
-    signatures = _signatures(src, defs, protos, view, sink)
-    functions = [_function(src, d, view, sink) for d in defs]
+    rep = Reporter(working, sink)
+    defs, protos, plain = [], [], []
+    for n in walk(root):
+        if n.type == "threaded_function_definition":
+            defs.append(n)
+        elif n.type == "threaded_function_declaration":
+            protos.append(n)
+        elif n.type == "function_definition":
+            plain.append(n)
+    signatures = _signatures(defs, protos, facts, rep)
+    functions = [_function(working, d, facts, rep) for d in defs]
     for fn in functions:
         signatures[fn.name].ends_with = fn.ends_with
-    used: dict[str, list[str]] = {}
-    for fn in functions:
-        used[fn.name] = _check_function(src, fn, signatures, view, sink)
-    for p in plain:
-        _check_plain(src, p, sink)
-    _check_main(src, functions, sink)
-    return Model(src, root, functions, protos, signatures, view.global_exprs, plain, used)
-
-
-def _address_space_message(msg: str) -> str:
-    def show(m: re.Match[str]) -> str:
-        return f"'{m.group(1).strip()} *GLOBAL'"
-    msg = re.sub(r"'__etc_g ([^'*]*?)\s*\*'", show, msg)
-    msg = msg.replace("__attribute__((address_space(77))) ", "").replace("__etc_g ", "")
-    msg = msg.replace("changes address space of pointer", "mixes GLOBAL and local pointers")
-    return f"{msg} (convert with TO_GLOBAL() or TO_LOCAL())"
+        fn.reach = reach.analyse(fn.entries())
+    model = Model(working, root, facts, functions, protos, signatures, plain, {},
+                  facts.skipped)
+    checks.check(model, rep)
+    return model
 
 
 # ---------------------------------------------------------------- signatures
 
 
-def _params_of(node: Node) -> list[Node]:
+def params_of(node: Node) -> list[Node]:
     plist = node.child_by_field_name("parameters")
     if plist is None:
         return []
@@ -147,94 +179,158 @@ def _params_of(node: Node) -> list[Node]:
     return params
 
 
-def _param_list(src: SourceFile, node: Node, sink: DiagnosticSink) -> list[tuple[str, str]]:
-    out = []
-    plist = node.child_by_field_name("parameters")
-    if plist is not None and any(c.type == "variadic_parameter" for c in plist.named_children):
-        sink.error(src, plist.start_byte, "a threaded function cannot take '...'")
-    for p in _params_of(node):
-        decl = p.child_by_field_name("declarator")
-        ident = declarator_identifier(decl) if decl is not None else None
-        if ident is None:
-            sink.error(src, p.start_byte,
-                       "parameters of a threaded function need names (they become "
-                       "fields of its parameter frame)")
-            continue
-        if decl is not None and decl.type == "array_declarator":
-            sink.error(src, p.start_byte,
-                       f"array parameter '{text(ident)}' of a threaded function: declare it "
-                       "as a pointer")
-            continue
-        out.append((text(ident), text(p)))
-    return out
+def storage(node: Node) -> str | None:
+    s = node.child_by_field_name("storage")
+    return text(s) if s is not None else None
 
 
-def _signatures(src: SourceFile, defs: list[Node], protos: list[Node],
-                view: clang_view.ClangView, sink: DiagnosticSink) -> dict[str, Signature]:
+def _signatures(defs: list[Node], protos: list[Node], facts: Facts,
+                rep: Reporter) -> dict[str, Signature]:
+    """For every threaded function in reach, its parameter frame. A function defined in
+    this file takes its definition's names; declared elsewhere, its first declaration's
+    (fields of unnamed parameters are named by position: the layout is what matters)."""
     sigs: dict[str, Signature] = {}
-    for name, decl in view.threaded.items():
-        if not decl.in_main_file:
-            sigs[name] = Signature(name, decl.params, decl.file)
+    for name, decls in facts.threaded.items():
+        main = [d for d in decls if d.path is None]
+        definition = next((d for d in main if d.definition), None)
+        chosen = definition or (main[0] if main else decls[0])
+        origin = "this file" if chosen.path is None else chosen.path
+        static = any(d.static for d in decls)
+        layout = hashlib.sha1(";".join(p.layout for p in chosen.params).encode()).hexdigest()
+        sigs[name] = Signature(name, [_field(p, k) for k, p in enumerate(chosen.params, 1)],
+                               origin, static, layout=layout[:10],
+                               defined_here=definition is not None)
     seen_def: dict[str, Node] = {}
     for node in protos + defs:
         name_node = node.child_by_field_name("name")
         if name_node is None:
             continue
         name = text(name_node)
-        params = _param_list(src, node, sink)
+        plist = node.child_by_field_name("parameters")
+        if plist is not None and any(c.type == "variadic_parameter"
+                                     for c in plist.named_children):
+            rep.error(plist.start_byte, "a threaded function cannot take '...'")
+        st = storage(node)
+        if st is not None and st not in ("static", "extern"):
+            rep.error(node.start_byte, f"a threaded function cannot be '{st}'")
         if node.type == "threaded_function_definition":
+            for p in params_of(node):
+                decl = p.child_by_field_name("declarator")
+                if decl is None or declarator_identifier(decl) is None:
+                    rep.error(p.start_byte, "parameters of a threaded function's definition "
+                                            "need names (they become fields of its frame)")
             if name in seen_def:
-                line = src.line_col(seen_def[name].start_byte)[0]
-                sink.error(src, name_node.start_byte,
-                           f"redefinition of threaded function '{name}' (first defined on "
-                           f"line {line})")
+                line = rep.line(seen_def[name].start_byte)
+                rep.error(name_node.start_byte,
+                          f"redefinition of threaded function '{name}' (first defined on "
+                          f"line {line})")
             seen_def[name] = node
-        old = sigs.get(name)
-        if old is not None and [p[0] for p in old.params] != [p[0] for p in params] and \
-                len(old.params) != len(params):
-            sink.error(src, name_node.start_byte,
-                       f"conflicting declarations of threaded function '{name}' "
-                       f"({len(old.params)} and {len(params)} parameters)")
-        sigs[name] = Signature(name, params, "this file")
+        if name not in sigs:  # clang did not see it (an error it reported): keep going
+            sigs[name] = Signature(name, [], "this file")
     return sigs
+
+
+def _field(p: Param, k: int) -> Field:
+    """The parameter frame's field for a parameter: its declaration as written, with
+    arrays and functions as the pointers they are passed as and without a top-level
+    const (the frame is filled by assignment)."""
+    name = p.name or f"_p{k}"
+    decl = adjusted_declaration(p.text, p.name) if p.name else None
+    if decl is None:
+        decl = f"__typeof__({p.type}) {name}"
+    return Field(name, decl, not p.member_const)
+
+
+_SNIPPET = "THREADED _etc_(%s);"
+
+
+def adjusted_declaration(decl_text: str, name: str, keep_const: bool = False,
+                         rename: str | None = None) -> str | None:
+    """A parameter's declaration as the type it is passed as: `int a[]` -> `int *a`;
+    `double m[][4]` -> `double (*m)[4]`; `int f(int)` -> `int (*f)(int)`; and, unless
+    keep_const, `const int n` -> `int n`. The name becomes `rename` if given. None when
+    the text is not a plain declaration of `name` (then the caller spells the type)."""
+    data = (_SNIPPET % decl_text).encode()
+    root = tree_sitter.Parser(language()).parse(data).root_node
+    proto = next((n for n in walk(root) if n.type == "parameter_declaration"), None)
+    declarator = proto.child_by_field_name("declarator") if proto is not None else None
+    ident = declarator_identifier(declarator) if declarator is not None else None
+    if root.has_error or proto is None or ident is None or text(ident) != name:
+        return None
+    holder = ident.parent  # the derivation applied to the name first
+    while holder is not None and holder.type == "parenthesized_declarator":
+        holder = holder.parent
+    new = rename or name
+    edits: list[tuple[int, int, str]] = [(ident.start_byte, ident.end_byte, new)]
+    quals: list[Node] = []
+    inner = holder.child_by_field_name("declarator") if holder is not None else None
+    inner_text = text(inner).replace(name, new) if inner is not None else new
+    if holder is not None and inner is not None and holder.type == "array_declarator":
+        nested = holder.parent is not None and holder.parent.type in (
+            "array_declarator", "function_declarator")
+        ptr = f"*{inner_text}"
+        edits = [(holder.start_byte, holder.end_byte, f"({ptr})" if nested else ptr)]
+    elif holder is not None and inner is not None and holder.type == "function_declarator":
+        edits = [(inner.start_byte, inner.end_byte, f"(*{inner_text})")]
+    elif holder is not None and holder.type == "pointer_declarator":
+        quals = [c for c in holder.children if c.type == "type_qualifier"]
+    else:
+        quals = [c for c in proto.children if c.type == "type_qualifier"]
+    if not keep_const:
+        edits += [(q.start_byte, q.end_byte, "") for q in quals if text(q) == "const"]
+    out = bytearray(data[proto.start_byte:proto.end_byte])
+    for start, end, rep in sorted(edits, reverse=True):
+        out[start - proto.start_byte:end - proto.start_byte] = rep.encode()
+    return " ".join(out.decode("utf-8", errors="replace").split())
 
 
 # ---------------------------------------------------------------- one function
 
 
 class _Scopes:
+    """C's block scopes: for each name, the stack of what it means (a frame local,
+    or None for a declaration that is not one and hides it)."""
+
     def __init__(self) -> None:
-        self.stack: list[dict[str, Local]] = [{}]
+        self.meanings: dict[str, list[Local | None]] = {}
+        self.declared: list[list[str]] = [[]]  # names declared in each open scope
+
+    @property
+    def depth(self) -> int:
+        return len(self.declared)
 
     def push(self) -> None:
-        self.stack.append({})
+        self.declared.append([])
 
     def pop(self) -> None:
-        self.stack.pop()
+        for name in self.declared.pop():
+            self.meanings[name].pop()
 
     def declare(self, local: Local) -> None:
-        self.stack[-1][local.name] = local
+        self._bind(local.name, local)
 
     def hide(self, name: str) -> None:
         """A non-frame declaration (extern, function, typedef, enum constant) shadows."""
-        self.stack[-1][name] = None  # type: ignore[assignment]
+        self._bind(name, None)
+
+    def _bind(self, name: str, meaning: Local | None) -> None:
+        self.meanings.setdefault(name, []).append(meaning)
+        self.declared[-1].append(name)
 
     def lookup(self, name: str) -> Local | None:
-        for scope in reversed(self.stack):
-            if name in scope:
-                return scope[name]
-        return None
+        stack = self.meanings.get(name)
+        return stack[-1] if stack else None
 
 
 class _Builder:
-    """Walks one threaded function body: locals, references, labels, primitives."""
+    """Walks one threaded function body: locals, references, labels, slots."""
 
-    def __init__(self, src: SourceFile, fn: ThreadedFunction, view: clang_view.ClangView,
-                 sink: DiagnosticSink) -> None:
-        self.src = src
+    def __init__(self, working: WorkingText, fn: ThreadedFunction, facts: Facts,
+                 rep: Reporter) -> None:
+        self.working = working
         self.fn = fn
-        self.view = view
-        self.sink = sink
+        self.facts = facts
+        self.rep = rep
         self.scopes = _Scopes()
         self.taken: set[str] = set(RESERVED_FIELDS)
         self.static_names: set[str] = set()
@@ -258,33 +354,28 @@ class _Builder:
         self.static_names.add(cand)
         return cand
 
-    # -- parameters
-
-    def params(self) -> None:
-        for p in _params_of(self.fn.node):
-            decl = p.child_by_field_name("declarator")
-            ident = declarator_identifier(decl) if decl is not None else None
-            if ident is None or decl is None:
+    def params(self, decl: ThreadedDecl | None) -> None:
+        clang_params = list(decl.params) if decl is not None else []
+        for k, p in enumerate(params_of(self.fn.node)):
+            d = p.child_by_field_name("declarator")
+            ident = declarator_identifier(d) if d is not None else None
+            if ident is None or d is None:
                 continue
             name = text(ident)
-            local = Local(name, self.field_name(name), p, decl, is_param=True)
+            local = Local(name, self.field_name(name), p, d, is_param=True,
+                          param=clang_params[k] if k < len(clang_params) else None)
             self.fn.params.append(local)
             self.scopes.declare(local)
 
-    # -- the walk
+    def walk_body(self) -> None:
+        self._visit_now(self.fn.body)
 
-    def visit(self, node: Node) -> None:
+    def _visit(self, node: Node, stack: list[tuple[str, Node | None]]) -> None:
         t = node.type
-        if t == "compound_statement":
+        if t in ("compound_statement", "for_statement"):
             self.scopes.push()
-            for c in node.children:
-                self.visit(c)
-            self.scopes.pop()
-        elif t == "for_statement":
-            self.scopes.push()
-            for c in node.children:
-                self.visit(c)
-            self.scopes.pop()
+            stack.append(("pop", None))
+            stack.extend(("visit", c) for c in reversed(node.children))
         elif t == "declaration":
             self.declaration(node)
         elif t == "type_definition":
@@ -294,11 +385,11 @@ class _Builder:
                     self.scopes.hide(text(ident))
         elif t == "enumerator":
             name = node.child_by_field_name("name")
+            value = node.child_by_field_name("value")
             if name is not None:
                 self.scopes.hide(text(name))
-            value = node.child_by_field_name("value")
             if value is not None:
-                self.visit(value)
+                stack.append(("visit", value))
         elif t == "identifier":
             local = self.scopes.lookup(text(node))
             if local is not None:
@@ -310,22 +401,28 @@ class _Builder:
         elif t in ("preproc_ifdef", "preproc_if", "preproc_elif", "preproc_elifdef",
                    "preproc_else"):
             skip = {node.child_by_field_name("name"), node.child_by_field_name("condition")}
-            for c in node.children:
-                if c not in skip:
-                    self.visit(c)
-        elif t in ("preproc_def", "preproc_function_def", "preproc_call",
-                   "preproc_include", "field_declaration_list"):
+            stack.extend(("visit", c) for c in reversed(node.children) if c not in skip)
+        elif t in ("preproc_def", "preproc_function_def", "preproc_call", "preproc_include",
+                   "field_declaration_list", "field_identifier", "statement_identifier"):
             return
         else:
-            for c in node.children:
-                self.visit(c)
+            stack.extend(("visit", c) for c in reversed(node.children))
 
     def declaration(self, node: Node) -> None:
-        storage = {text(c) for c in node.children if c.type == "storage_class_specifier"}
+        """Declares the names in order, each visible in its own initialiser (C scoping)
+        and array sizes visited before the name is (each subtree with its own
+        iterative walk)."""
+        storage_ = {text(c) for c in node.children if c.type == "storage_class_specifier"}
+        # a declaration with a VLA stays a C declaration of its block, whole
+        in_block = any(v is not None and v.vla for v in (
+            self.facts.vars.get(i.start_byte) for d in node.children_by_field_name("declarator")
+            for i in [declarator_identifier(d)] if i is not None))
+        later: list[Node] = []
         for c in node.children:
-            # a struct/enum defined in the declaration may declare enumerators
-            if c.type in ("enum_specifier",):
-                self.visit(c)
+            if c.type == "enum_specifier":  # its enumerators are names in this scope
+                self._enumerators(c)
+            elif c.type in ("struct_specifier", "union_specifier"):
+                later.append(c)  # array sizes inside member declarations
         for d in node.children_by_field_name("declarator"):
             init = d.child_by_field_name("value") if d.type == "init_declarator" else None
             target = d.child_by_field_name("declarator") if d.type == "init_declarator" else d
@@ -333,307 +430,129 @@ class _Builder:
             if ident is None or target is None:
                 continue
             name = text(ident)
-            # array sizes are evaluated before the name is in scope
-            for sub in walk(target):
-                if sub.type == "array_declarator":
-                    size = sub.child_by_field_name("size")
-                    if size is not None:
-                        self.visit(size)
-            if "extern" in storage or declares_function(target):
+            sizes = [s for sub in walk(target) if sub.type == "array_declarator"
+                     for s in [sub.child_by_field_name("size")] if s is not None]
+            for s in sizes:  # evaluated before the name is in scope
+                self._visit_now(s)
+            if "extern" in storage_ or declares_function(target):
                 self.scopes.hide(name)
                 if init is not None:
-                    self.visit(init)
+                    self._visit_now(init)
                 continue
-            vla, size = self.view.var_types.get(ident.start_byte, (False, None))
-            if vla:
-                self.sink.error(self.src, ident.start_byte,
-                                f"variable-length array '{name}' in threaded function "
-                                f"'{self.fn.name}': its frame has a fixed size; allocate "
-                                "it with malloc or give it a constant size")
-            if "static" in storage:
+            var = self.facts.vars.get(ident.start_byte)
+            if "static" in storage_:
                 local = Local(name, self.static_name(name), node, target, init,
-                              is_static=True)
+                              is_static=True, var=var)
                 self.fn.statics.append(local)
+            elif in_block:
+                local = Local(name, name, node, target, init, in_block=True, var=var)
+                self.fn.block_locals.append(local)
             else:
-                local = Local(name, self.field_name(name), node, target, init)
+                local = Local(name, self.field_name(name), node, target, init, var=var)
                 self.fn.locals.append(local)
-            local.array_size = size
             self.scopes.declare(local)
             if init is not None:
-                self.visit(init)
+                self._visit_now(init)
+        for c in later:
+            self._visit_now(c)
+
+    def _enumerators(self, spec: Node) -> None:
+        for e in walk(spec):
+            if e.type == "enumerator":
+                name = e.child_by_field_name("name")
+                value = e.child_by_field_name("value")
+                if value is not None:
+                    self._visit_now(value)
+                if name is not None:
+                    self.scopes.hide(text(name))
+
+    def _visit_now(self, node: Node) -> None:
+        """The scope walk of a subtree (the body; an expression in a declaration, done
+        before going on), iterative: (action, node) pairs on an explicit stack."""
+        inner: list[tuple[str, Node | None]] = [("visit", node)]
+        depth = self.scopes.depth
+        while inner:
+            action, n = inner.pop()
+            if action == "pop":
+                self.scopes.pop()
+                continue
+            assert n is not None
+            self._visit(n, inner)
+        while self.scopes.depth > depth:
+            self.scopes.pop()
 
     def label(self, node: Node) -> None:
         n = label_number(node)
         if n is None:
             return
         if n == 0:
-            self.sink.error(self.src, node.start_byte,
-                            "THREAD_0 is implicit: thread 0 starts the function; "
-                            "labels number threads from THREAD_1")
+            self.rep.error(node.start_byte, "THREAD_0 is implicit: thread 0 starts the function; "
+                                            "labels number threads from THREAD_1")
             return
         if n in self.fn.labels:
-            line = self.src.line_col(self.fn.labels[n].start_byte)[0]
-            self.sink.error(self.src, node.start_byte,
-                            f"duplicate thread label THREAD_{n} in threaded function "
-                            f"'{self.fn.name}' (first on line {line})")
+            line = self.rep.line(self.fn.labels[n].start_byte)
+            self.rep.error(node.start_byte,
+                           f"duplicate thread label THREAD_{n} in threaded function "
+                           f"'{self.fn.name}' (first on line {line})")
             return
         self.fn.labels[n] = node
 
     def slots(self, node: Node) -> None:
         if self.fn.slots_decl is not None:
-            self.sink.error(self.src, node.start_byte,
-                            "SYNC_SLOTS declared twice in one threaded function")
+            self.rep.error(node.start_byte, "SYNC_SLOTS declared twice in one threaded function")
             return
         self.fn.slots_decl = node
         size = node.child_by_field_name("size")
-        self.fn.nslots = const_int(size)
-        self.fn.nslots_text = text(size) if size is not None else None
-        if self.fn.nslots is not None and self.fn.nslots < 1:
-            self.sink.error(self.src, node.start_byte,
-                            f"SYNC_SLOTS[{self.fn.nslots}]: a function needs at least one slot")
-        first = next((c for c in self.fn.body.named_children if c.type != "comment"), None)
-        if first is not node:
-            self.sink.error(self.src, node.start_byte,
-                            "SLOT SYNC_SLOTS[N]; must be the first declaration of the "
-                            "threaded function")
+        slots_name = next((c for c in node.children if c.type == "SYNC_SLOTS"), None)
+        var = self.facts.vars.get(slots_name.start_byte) if slots_name is not None else None
+        shown = text(size) if size is not None else "?"
+        if var is None or var.array_size is None or var.vla:
+            self.rep.error(size.start_byte if size is not None else node.start_byte,
+                           f"SYNC_SLOTS[{shown}]: the number of slots must be an integer "
+                           "constant from 1 to 2147483647")
+            return
+        if not 1 <= var.array_size <= 2**31 - 1:
+            self.rep.error(size.start_byte if size is not None else node.start_byte,
+                           f"SYNC_SLOTS[{shown}]: a function has from 1 to 2147483647 slots")
+            return
+        self.fn.nslots = var.array_size
 
 
-def _function(src: SourceFile, node: Node, view: clang_view.ClangView,
-              sink: DiagnosticSink) -> ThreadedFunction:
+def _function(working: WorkingText, node: Node, facts: Facts,
+              rep: Reporter) -> ThreadedFunction:
     name_node = node.child_by_field_name("name")
     body = node.child_by_field_name("body")
     assert name_node is not None and body is not None
-    fn = ThreadedFunction(text(name_node), node, body)
-    b = _Builder(src, fn, view, sink)
-    b.params()
-    b.visit(body)
-    enders = {call_name(c) for c in walk(body) if c.type == "call_expression"} & \
-        {"END_FUNCTION", "RETURN"}
+    name = text(name_node)
+    fn = ThreadedFunction(name, node, body, static=storage(node) == "static")
+    decl = next((d for d in facts.threaded.get(name, [])
+                 if d.path is None and d.definition), None)
+    b = _Builder(working, fn, facts, rep)
+    b.params(decl)
+    b.walk_body()
+    enders: set[str] = set()
+    for c in walk(body):
+        if c.type == "call_expression":
+            callee = call_name(c)
+            if callee in ("END_FUNCTION", "RETURN"):
+                enders.add(callee)
+            elif callee == "CALL" and len(call_args(c)) >= 1:
+                fn.calls.append(c)
     if len(enders) == 1:
         fn.ends_with = enders.pop()
     elif len(enders) == 2:
-        sink.error(src, name_node.start_byte,
-                   f"threaded function '{fn.name}' uses both END_FUNCTION() and RETURN(): "
-                   "a function started by INVOKE/TOKEN ends with END_FUNCTION(), one "
-                   "started by CALL ends with RETURN()")
+        rep.error(name_node.start_byte,
+                  f"threaded function '{fn.name}' uses both END_FUNCTION() and RETURN(): "
+                  "a function started by INVOKE/TOKEN ends with END_FUNCTION(), one "
+                  "started by CALL ends with RETURN()")
     return fn
 
 
-# ---------------------------------------------------------------- checks
+def primitive_calls(root: Node) -> list[Node]:
+    """Every call of a primitive under root, in source order."""
+    return [n for n in walk(root) if n.type == "call_expression" and
+            CALL_PRIMITIVES.get(call_name(n) or "") is not None]
 
 
-def _region(fn: ThreadedFunction, offset: int) -> int:
-    """The thread whose label textually precedes `offset` (0 before any label)."""
-    best, best_pos = 0, -1
-    for n, lab in fn.labels.items():
-        if best_pos < lab.start_byte <= offset:
-            best, best_pos = n, lab.start_byte
-    return best
-
-
-def _check_function(src: SourceFile, fn: ThreadedFunction, sigs: dict[str, Signature],
-                    view: clang_view.ClangView, sink: DiagnosticSink) -> list[str]:
-    enabled: set[int] = set()
-    initialised: dict[int, Node] = {}
-    signalled: set[int] = set()
-    dynamic_slot = False
-    callees: list[str] = []
-    user_labels: dict[str, Node] = {}
-    gotos: list[Node] = []
-    for node in walk(fn.body):
-        if node.type == "return_statement":
-            sink.error(src, node.start_byte,
-                       f"'return' in threaded function '{fn.name}': end a thread with "
-                       "END_THREAD(), the function with END_FUNCTION() or RETURN()")
-        elif node.type == "labeled_statement":
-            lab = node.child_by_field_name("label")
-            if lab is not None:
-                user_labels[text(lab)] = node
-        elif node.type == "goto_statement":
-            gotos.append(node)
-        elif node.type == "call_expression":
-            name = call_name(node)
-            prim = PRIMITIVES.get(name or "")
-            if prim is None:
-                continue
-            args = call_args(node)
-            if not _check_arity(src, prim, node, args, sink):
-                continue
-            if prim.thread_arg is not None:
-                n = _check_thread_arg(src, fn, prim, args[prim.thread_arg], sink)
-                if n is not None:
-                    enabled.add(n)
-                elif prim.name == "INIT_SYNC":
-                    continue  # reported; its slot is not "initialised"
-            if prim.slot_arg is not None:
-                s = _check_slot_arg(src, fn, prim, args[prim.slot_arg], sink)
-                if s is None:
-                    dynamic_slot = True
-                elif prim.name == "INIT_SYNC":
-                    initialised.setdefault(s, node)
-                else:
-                    signalled.add(s)
-            if prim.kind in (Kind.CONTROL, Kind.START):
-                _check_statement(src, prim, node, sink)
-            if prim.kind is Kind.START:
-                callee = _check_start(src, fn, prim, node, args, sigs, view, sink)
-                if callee is not None:
-                    callees.append(callee)
-                if prim.name == "CALL":
-                    fn.calls.append(node)
-    for g in gotos:
-        lab = g.child_by_field_name("label")
-        target = user_labels.get(text(lab)) if lab is not None else None
-        if target is None:
-            continue
-        here, there = _region(fn, g.start_byte), _region(fn, target.start_byte)
-        if here != there:
-            sink.error(src, g.start_byte,
-                       f"goto from thread {here} into thread {there}: a thread starts only "
-                       "when its sync slot or SPAWN enables it")
-    for n, lab in sorted(fn.labels.items()):
-        if n not in enabled:
-            sink.warning(src, lab.start_byte,
-                         f"thread {n} of '{fn.name}' can never be enabled: no INIT_SYNC, "
-                         "SPAWN or IP_ADR names it")
-    if not dynamic_slot:
-        for s, node in sorted(initialised.items()):
-            if s not in signalled:
-                sink.warning(src, node.start_byte,
-                             f"sync slot {s} of '{fn.name}' is initialised but never "
-                             "signalled (no SYNC, INCR_SYNC, SLOT_ADR or transfer names it)")
-    return callees
-
-
-def _check_arity(src: SourceFile, prim: Primitive, node: Node, args: list[Node],
-                 sink: DiagnosticSink) -> bool:
-    if prim.arity is None:
-        need = 2 if prim.name == "INVOKE" else 1
-        if len(args) < need:
-            what = "a node and a threaded function" if need == 2 else "a threaded function"
-            sink.error(src, node.start_byte, f"{prim.name} needs {what}")
-            return False
-        return True
-    if len(args) != prim.arity:
-        plural = "s" if prim.arity != 1 else ""
-        sink.error(src, node.start_byte,
-                   f"{prim.name} takes {prim.arity} argument{plural}, {len(args)} given")
-        return False
-    return True
-
-
-def _check_statement(src: SourceFile, prim: Primitive, node: Node,
-                     sink: DiagnosticSink) -> None:
-    parent = node.parent
-    if parent is None or parent.type != "expression_statement":
-        sink.error(src, node.start_byte,
-                   f"{prim.name}() must be a statement of its own")
-
-
-def _check_thread_arg(src: SourceFile, fn: ThreadedFunction, prim: Primitive, arg: Node,
-                      sink: DiagnosticSink) -> int | None:
-    n = const_int(arg)
-    if n is None:
-        sink.error(src, arg.start_byte,
-                   f"{prim.name}: the thread number must be a constant (a THREAD_n label "
-                   f"of '{fn.name}')")
-        return None
-    if n == 0 and prim.name == "INIT_SYNC":
-        sink.error(src, arg.start_byte,
-                   "INIT_SYNC cannot name thread 0: thread 0 runs once, when the function "
-                   "starts")
-        return None
-    if n not in fn.labels:
-        sink.error(src, arg.start_byte,
-                   f"{prim.name} names thread {n}, but '{fn.name}' has no THREAD_{n} label")
-        return None
-    return n
-
-
-def _check_slot_arg(src: SourceFile, fn: ThreadedFunction, prim: Primitive, arg: Node,
-                    sink: DiagnosticSink) -> int | None:
-    if fn.slots_decl is None:
-        sink.error(src, arg.start_byte,
-                   f"{prim.name} uses a sync slot, but '{fn.name}' declares none "
-                   "(add 'SLOT SYNC_SLOTS[N];' as its first declaration)")
-        return None
-    s = const_int(arg)
-    if s is None:
-        return None
-    if s < 0 or (fn.nslots is not None and s >= fn.nslots):
-        sink.error(src, arg.start_byte,
-                   f"sync slot {s} is out of range: '{fn.name}' declares "
-                   f"SYNC_SLOTS[{fn.nslots_text}] (slots 0 to {(fn.nslots or 1) - 1})")
-        return None
-    return s
-
-
-def _check_start(src: SourceFile, fn: ThreadedFunction, prim: Primitive, node: Node,
-                 args: list[Node], sigs: dict[str, Signature],
-                 view: clang_view.ClangView, sink: DiagnosticSink) -> str | None:
-    fidx = 1 if prim.name == "INVOKE" else 0
-    target = args[fidx]
-    if target.type != "identifier":
-        sink.error(src, target.start_byte,
-                   f"{prim.name}: name the threaded function to start directly")
-        return None
-    callee = text(target)
-    sig = sigs.get(callee)
-    if sig is None:
-        if callee in view.plain_functions:
-            sink.error(src, target.start_byte,
-                       f"{prim.name} of '{callee}', which is not a threaded function "
-                       "(declare it THREADED)")
-        else:
-            sink.error(src, target.start_byte,
-                       f"{prim.name} of undeclared threaded function '{callee}'")
-        return None
-    given = len(args) - fidx - 1
-    if given != len(sig.params):
-        sink.error(src, node.start_byte,
-                   f"{prim.name}: '{callee}' takes {len(sig.params)} argument"
-                   f"{'s' if len(sig.params) != 1 else ''}, {given} given")
-    if prim.name == "CALL" and sig.ends_with == "END_FUNCTION":
-        sink.error(src, target.start_byte,
-                   f"CALL of '{callee}', which ends with END_FUNCTION(): CALLed functions "
-                   "end with RETURN() (use INVOKE or TOKEN)")
-    elif prim.name != "CALL" and sig.ends_with == "RETURN" and callee != "MAIN":
-        sink.error(src, target.start_byte,
-                   f"{prim.name} of '{callee}', which ends with RETURN(): functions started "
-                   "by INVOKE/TOKEN end with END_FUNCTION() (use CALL)")
-    return callee
-
-
-def _check_plain(src: SourceFile, fn: Node, sink: DiagnosticSink) -> None:
-    declarator = fn.child_by_field_name("declarator")
-    ident = declarator_identifier(declarator) if declarator is not None else None
-    name = text(ident) if ident is not None else "?"
-    for node in walk(fn):
-        if node.type == "call_expression":
-            prim = PRIMITIVES.get(call_name(node) or "")
-            if prim is not None and prim.kind is not Kind.ANYWHERE:
-                sink.error(src, node.start_byte,
-                           f"{prim.name} cannot be used in plain C function '{name}': only "
-                           "threaded functions use threaded primitives (POLL, NUM_NODES and "
-                           "NODE_ID work everywhere)")
-        elif node.type in ("thread_label", "sync_slots_declaration"):
-            what = "a thread label" if node.type == "thread_label" else "SYNC_SLOTS"
-            sink.error(src, node.start_byte,
-                       f"{what} in plain C function '{name}': only threaded functions have "
-                       "threads and slots (declare it THREADED)")
-
-
-def _check_main(src: SourceFile, fns: list[ThreadedFunction], sink: DiagnosticSink) -> None:
-    for fn in fns:
-        if fn.name != "MAIN":
-            continue
-        names = [p.name for p in fn.params]
-        types = [re.sub(r"\s+", "", text(p.declaration)) for p in fn.params]
-        ok = not names or (len(names) == 2 and types[0].startswith("int") and
-                           ("**" in types[1] or "[]" in types[1]))
-        if not ok:
-            sink.error(src, fn.node.start_byte,
-                       "MAIN takes no parameters or (int argc, char **argv)")
-
-
-__all__ = ["Local", "Model", "Signature", "ThreadedFunction", "VALUE_PRIMITIVES", "analyse"]
+__all__ = ["Field", "Kind", "Local", "Model", "Reporter", "Signature", "ThreadedFunction",
+           "analyse", "primitive_calls"]

@@ -1,19 +1,30 @@
-"""libclang's view of a .tc file: types, GLOBAL-ness and declarations across headers.
+"""libclang's view of a .tc file: everything the C preprocessor and type system decide.
 
-libclang parses the .tc file itself, after a prelude that declares the primitives, with
-one source change made by tree-sitter: `T *GLOBAL p` is shown to clang as
-`T __etc_g *GLOBAL p` where `__etc_g` is a private address space on the *pointee*. Clang
-keeps address spaces through arithmetic, member access, calls and casts, so the type of
-every expression tells whether it is a GLOBAL pointer, and passing a GLOBAL pointer where
-a local one is expected is a type error clang reports. Offsets in the clang view are
-mapped back to the .tc file, where tree-sitter's nodes live.
+libclang parses the working text (see `text.py`) after a prelude that declares the
+language's keywords and the primitives (generated from `primitives.py`), with two
+rewrites made from tree-sitter's tree, both insertions that keep the user's tokens:
+
+- `T *GLOBAL p` is shown as `T __etc_g *p`, where `__etc_g` is a private address space
+  on the *pointee*. Clang keeps address spaces through arithmetic, member access
+  (`&p->a.b[i]` is a GLOBAL pointer too), calls and casts, so an expression is a GLOBAL
+  pointer exactly when its type says so, and mixing GLOBAL and local pointers is a type
+  error clang reports. Headers that use GLOBAL are shown to clang with the same rewrite.
+- `INVOKE(n, f, a, b)` is shown as `INVOKE(n, f(a, b))` (TOKEN and CALL alike), and a
+  threaded function as a C function returning int, so that the arguments are checked
+  against f's parameters exactly as cc checks a call.
+
+What comes back (`Facts`) is plain data with offsets into the working text: which `#if`
+branches are inactive, which macro uses the translator must see through (and their
+expansions), the types and values the analysis asks about, every threaded function
+declared in the file and its headers, and the diagnostics to forward. The parse runs
+through `libclang.run_isolated`, so a libclang crash is reported, never fatal.
 """
 
 from __future__ import annotations
 
-import bisect
 import functools
 import os
+import re
 import shutil
 import subprocess
 from dataclasses import dataclass, field
@@ -22,57 +33,29 @@ from pathlib import Path
 import clang.cindex as ci
 import tree_sitter
 
+from etcpre.options import Options
+from etcpre.passes import expand, initialise, libclang, syntax
+from etcpre.passes.primitives import CALL_PRIMITIVES, PRIMITIVES, Kind, prelude_declarations
+from etcpre.passes.text import Edit, EditMap, WorkingText, apply
+
 GLOBAL_ADDRESS_SPACE = 77
 _MARK = b"__etc_g "
-_PRELUDE_NAME = "/__etc__/etc_analysis_prelude.h"
+PRELUDE_NAME = "/__etc__/etc_analysis_prelude.h"
 
-# The primitives as clang should type-check them (never compiled into the program).
-PRELUDE = """
-#define __etc_g __attribute__((address_space(77)))
+# What clang sees before the file (never compiled into the program).
+PRELUDE = f"""
+#define __etc_g __attribute__((address_space({GLOBAL_ADDRESS_SPACE})))
 #define GLOBAL
-#define THREADED __attribute__((annotate("etc_threaded"))) void
-typedef struct etc_slot { int cnt, rst; void *ip, *fp; } SLOT;
+#define THREADED __attribute__((annotate("etc_threaded"))) int
+typedef struct etc_slot {{ int cnt, rst; void *ip, *fp; }} SLOT;
 typedef SLOT __etc_g *SPTR;
-extern const int NUM_NODES, NODE_ID;
-void POLL(void);
-void END_THREAD(void);
-void END_FUNCTION(void);
-void RETURN(void);
-void INVOKE(int node, ...);
-void TOKEN(void (*f)(), ...);
-void CALL(void (*f)(), ...);
-void INIT_SYNC(int slot, int count, int reset, int thread);
-void SYNC(int slot);
-void RSYNC(SPTR slot);
-void INCR_SYNC(int slot, int value);
-void INCR_RSYNC(SPTR slot, int value);
-void SPAWN(int thread);
-void RSPAWN(const volatile void __etc_g *frame, void *ip);
-SPTR SLOT_ADR(int slot);
-void __etc_g *FRAME_ADR(void);
-void *IP_ADR(int thread);
-void BLKMOV_SYNC(const volatile void __etc_g *src, void __etc_g *dest, long n, int slot);
-void BLKMOV_RSYNC(const volatile void __etc_g *src, void __etc_g *dest, long n, SPTR slot);
-#define TO_GLOBAL(p) ((__typeof__(*(p)) __etc_g *)(p))
-#define MAKE_GPTR(node, p) ((void)(node), (__typeof__(*(p)) __etc_g *)(p))
-void *TO_LOCAL(const volatile void __etc_g *g);
-int OWNER_OF(const volatile void __etc_g *g);
-int IS_OWNER(const volatile void __etc_g *g);
-double etc_time(void), etc_time_raw(void), ct_read(void); void etc_delay(double seconds);
-#define __ETC_TRANSFER(X, T) \\
-  void DATA_SYNC_##X(T value, void __etc_g *dest, int slot); \\
-  void DATA_RSYNC_##X(T value, void __etc_g *dest, SPTR slot); \\
-  void GET_SYNC_##X(const volatile void __etc_g *src, void __etc_g *dest, int slot); \\
-  void GET_RSYNC_##X(const volatile void __etc_g *src, void __etc_g *dest, SPTR slot);
-__ETC_TRANSFER(B, char)
-__ETC_TRANSFER(S, short)
-__ETC_TRANSFER(L, int)
-__ETC_TRANSFER(LL, long long)
-__ETC_TRANSFER(F, float)
-__ETC_TRANSFER(D, double)
-__ETC_TRANSFER(G, const volatile void __etc_g *)
-#undef __ETC_TRANSFER
-"""
+double etc_time(void), etc_time_raw(void), ct_read(void);
+void etc_delay(double seconds);
+{prelude_declarations()}"""
+
+_START = frozenset(n for n, p in CALL_PRIMITIVES.items() if p.kind is Kind.START)
+# the analysis says these better (argument counts, undeclared names)
+_NOT_FORWARDED = re.compile(r"too (many|few) arguments|undeclared|implicit")
 
 
 @functools.lru_cache(maxsize=1)
@@ -105,41 +88,126 @@ def fallback_include_dir() -> str:
     return str(Path(__file__).resolve().parent.parent / "clang_include")
 
 
+def clang_args(options: Options, source_dir: str) -> list[str]:
+    # local headers are found next to the file that includes them, as cc does; nesting
+    # is limited by the stack (libclang.run_isolated), not by a bracket count
+    args = ["-x", "c", "-std=gnu11", "-include", PRELUDE_NAME, "-ferror-limit=0",
+            "-fbracket-depth=1000000", "-iquote", source_dir]
+    builtin = builtin_include_dir()
+    if builtin:
+        args += ["-isystem", builtin]
+    return args + options.cpp_args()
+
+
+# ---------------------------------------------------------------- facts
+
+
+@dataclass(frozen=True)
+class Diag:
+    """A clang diagnostic: in the main file when `path` is None (offset in the working
+    text), else in a header (offset in the header as written). `always`: forward it;
+    otherwise only when it lies in the arguments of a primitive, whose lowering hides
+    the types from cc."""
+
+    path: str | None
+    offset: int
+    error: bool
+    message: str
+    always: bool = True
+
+
+@dataclass(frozen=True)
+class Param:
+    name: str  # "" for an unnamed parameter of a prototype
+    text: str  # the declaration as written
+    type: str  # its (adjusted) type, spelled as in Threaded-C
+    canonical: str  # the same, canonical (compared across declarations)
+    layout: str  # what the parameter frame's layout depends on: "size.align.kind"
+    assignable: bool  # `=` can copy it: no const in it, at the top or in a member
+    top_const: bool  # const-qualified itself (the parameter frame drops that)
+    member_const: bool  # a member or element is const
+
+
 @dataclass(frozen=True)
 class ThreadedDecl:
-    """A THREADED function declared or defined somewhere libclang saw (headers too)."""
+    """A THREADED function declared or defined in the file or a header it includes."""
 
     name: str
-    params: list[tuple[str, str]]  # (name, declaration text as written)
-    file: str
+    params: tuple[Param, ...]
+    path: str | None  # None: the main file
+    offset: int  # of the name (working text for the main file)
     line: int
-    in_main_file: bool
+    definition: bool
+    static: bool
+
+
+@dataclass(frozen=True)
+class Arg:
+    """An argument of a call to a primitive, as clang sees it."""
+
+    constant: str  # "int", "float", "char" or "" (not a constant)
+    value: int | None
+    pointee: tuple[int, str, str] | None  # pointer argument: (size, kind, type), before
+    # the prelude's conversion; kind is "integer", "floating", "pointer" or "other"
+
+
+@dataclass(frozen=True)
+class Call:
+    callee: str
+    what: str  # "primitive", "threaded", "function", "undeclared", "other"
+    args: tuple[Arg, ...]
+
+
+@dataclass(frozen=True)
+class Store:
+    """One store of an in-place initialisation: `<variable><path> = <expression>`."""
+
+    path: str  # designator path ("", ".a", "[2].b", ...)
+    start: int  # the initialising expression in the working text
+    end: int
+    string: bool  # a string literal initialising a char array
+
+
+@dataclass(frozen=True)
+class Var:
+    """A variable declared in a threaded function (by its name's offset)."""
+
+    vla: bool
+    array_size: int | None  # size of `T a[] = {...}`
+    assignable: bool
+    stores: tuple[Store, ...] | None  # initialiser list as stores, None: not one
+    zero_first: bool  # the stores leave part of the object to zero
 
 
 @dataclass
-class ClangView:
-    global_exprs: set[tuple[int, int]] = field(default_factory=set)
-    threaded: dict[str, ThreadedDecl] = field(default_factory=dict)
-    plain_functions: set[str] = field(default_factory=set)
-    # declared name offset -> (is VLA, constant array size or None)
-    var_types: dict[int, tuple[bool, int | None]] = field(default_factory=dict)
-    # (offset, message) of GLOBAL/local pointer mix-ups clang found
-    address_space_errors: list[tuple[int, str]] = field(default_factory=list)
-    fatal: tuple[int | None, str] | None = None  # (offset in main file, message)
+class Facts:
+    fatal: Diag | None = None
+    diagnostics: list[Diag] = field(default_factory=list)
+    skipped: list[tuple[int, int]] = field(default_factory=list)  # inactive #if code
+    expansions: list[Edit] = field(default_factory=list)  # macro uses to see through
+    expansion_errors: list[tuple[int, str]] = field(default_factory=list)
+    global_pointers: set[tuple[int, int]] = field(default_factory=set)
+    global_decays: set[tuple[int, int]] = field(default_factory=set)  # GLOBAL arrays
+    arrays: set[tuple[int, int]] = field(default_factory=set)  # expressions of array type
+    calls: dict[int, Call] = field(default_factory=dict)  # by callee name offset
+    vars: dict[int, Var] = field(default_factory=dict)  # by declared name offset
+    threaded: dict[str, list[ThreadedDecl]] = field(default_factory=dict)
+    # a threaded function's name: (offset, name, called like a C function)
+    threaded_uses: list[tuple[int, str, bool]] = field(default_factory=list)
+    functions: set[str] = field(default_factory=set)  # plain C functions declared
 
 
-class _OffsetMap:
-    """Maps offsets in the clang view back to the .tc file (insertions only)."""
+def gather(working: WorkingText, root: tree_sitter.Node, options: Options) -> Facts:
+    """Facts about the working text, from libclang run in isolation."""
+    path = os.path.abspath(working.source.name)
+    args = clang_args(options, os.path.dirname(path) or ".")
+    try:
+        return libclang.run_isolated(lambda: _Collector(path, working.data, root, args).run())
+    except libclang.IsolatedError as exc:
+        return Facts(fatal=Diag(None, 0, True, f"{exc} while reading the file"))
 
-    def __init__(self, insert_at: list[int]) -> None:
-        # positions in the *view* where a mark starts, sorted
-        self._view_starts = [pos + i * len(_MARK) for i, pos in enumerate(insert_at)]
 
-    def to_source(self, view_off: int) -> int:
-        n = bisect.bisect_right(self._view_starts, view_off)
-        if n and view_off < self._view_starts[n - 1] + len(_MARK):
-            return self._view_starts[n - 1] - (n - 1) * len(_MARK)
-        return view_off - n * len(_MARK)
+# ---------------------------------------------------------------- the view
 
 
 def global_qualifiers(root: tree_sitter.Node) -> list[tree_sitter.Node]:
@@ -155,99 +223,109 @@ def global_qualifiers(root: tree_sitter.Node) -> list[tree_sitter.Node]:
     return out
 
 
-def view_text(data: bytes, root: tree_sitter.Node) -> tuple[bytes, _OffsetMap]:
-    """The .tc text as clang sees it: GLOBAL moved onto the pointee as an address space."""
-    inserts: list[int] = []
-    blanks: list[tuple[int, int]] = []
+def view_edits(root: tree_sitter.Node) -> list[Edit]:
+    """The rewrites that make a text libclang's view (see the module docstring)."""
+    edits = _global_edits(root)
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        if node.type == "call_expression" and syntax.call_name(node) in _START:
+            edits += _start_edits(node)
+        stack.extend(node.children)
+    return edits + _forward_prototypes(root, edits)
+
+
+def _global_edits(root: tree_sitter.Node) -> list[Edit]:
+    edits: list[Edit] = []
     for q in global_qualifiers(root):
-        blanks.append((q.start_byte, q.end_byte))
         parent = q.parent
         if parent is not None and parent.type in ("pointer_declarator",
                                                   "abstract_pointer_declarator"):
             star = next((c for c in parent.children if c.type == "*"), None)
             if star is not None:
-                inserts.append(star.start_byte)
-    buf = bytearray(data)
-    for start, end in blanks:
-        buf[start:end] = b" " * (end - start)
-    inserts.sort()
-    out = bytearray()
-    prev = 0
-    for pos in inserts:
-        out += buf[prev:pos] + _MARK
-        prev = pos
-    out += buf[prev:]
-    return bytes(out), _OffsetMap(inserts)
+                edits.append(Edit(star.start_byte, star.start_byte, _MARK))
+        edits.append(Edit(q.start_byte, q.end_byte, b" " * (q.end_byte - q.start_byte)))
+    return edits
 
 
-def clang_args(defines: list[str], undefines: list[str], include_dirs: list[str],
-               source_dir: str) -> list[str]:
-    args = ["-x", "c", "-std=gnu11", "-include", _PRELUDE_NAME, "-Wno-everything",
-            "-ferror-limit=0", f"-I{source_dir}"]
-    builtin = builtin_include_dir()
-    if builtin:
-        args += ["-isystem", builtin]
-    args += [f"-I{d}" for d in include_dirs]
-    args += [f"-D{d}" for d in defines]
-    args += [f"-U{u}" for u in undefines]
-    return args
+def _forward_prototypes(root: tree_sitter.Node, edits: list[Edit]) -> list[Edit]:
+    """A threaded function started before the file declares it gets its prototype
+    ahead of the first item that starts it, as the generated C has its parameter
+    frame there (C would otherwise declare it implicitly, and its arguments go
+    unchecked)."""
+    declared: dict[str, int] = {}
+    definitions: dict[str, tree_sitter.Node] = {}
+    for item in root.children:
+        if item.type in ("threaded_function_definition", "threaded_function_declaration"):
+            name = item.child_by_field_name("name")
+            if name is not None:
+                declared.setdefault(syntax.text(name), item.start_byte)
+                if item.type == "threaded_function_definition":
+                    definitions.setdefault(syntax.text(name), item)
+    out: list[Edit] = []
+    done: set[str] = set()
+    for item in root.children:
+        for node in syntax.walk(item):
+            if node.type != "call_expression" or syntax.call_name(node) not in _START:
+                continue
+            args = syntax.call_args(node)
+            fidx = 1 if syntax.call_name(node) == "INVOKE" else 0
+            name = syntax.text(args[fidx]) if len(args) > fidx else ""
+            if name in done or name not in definitions or declared[name] <= item.start_byte:
+                continue
+            done.add(name)
+            out.append(Edit(item.start_byte, item.start_byte,
+                            _header_view(definitions[name], edits) + b"; "))
+    return out
 
 
-def interesting(root: tree_sitter.Node) -> tuple[set[tuple[int, int]], set[int]]:
-    """What the later passes ask clang about: operands of *, [] and -> (is it GLOBAL?)
-    and the names declared by array declarators (VLA? size of `T a[] = {...}`?)."""
-    want: set[tuple[int, int]] = set()
-    arrays: set[int] = set()
-    stack = [root]
-    while stack:
-        node = stack.pop()
-        t = node.type
-        if t == "pointer_expression" or t == "field_expression":
-            arg = node.child_by_field_name("argument")
-            if arg is not None:
-                want.add((arg.start_byte, arg.end_byte))
-        elif t == "subscript_expression":
-            for f in ("argument", "index"):
-                sub = node.child_by_field_name(f)
-                if sub is not None:
-                    want.add((sub.start_byte, sub.end_byte))
-        elif t == "array_declarator":
-            inner = node.child_by_field_name("declarator")
-            while inner is not None and inner.type != "identifier":
-                inner = inner.child_by_field_name("declarator")
-            if inner is not None:
-                arrays.add(inner.start_byte)
-        stack.extend(node.children)
-    return want, arrays
+def _header_view(definition: tree_sitter.Node, edits: list[Edit]) -> bytes:
+    """`THREADED f(params)` of a definition as libclang's view shows it."""
+    params = definition.child_by_field_name("parameters")
+    start = definition.start_byte
+    end = params.end_byte if params is not None else start
+    data = (definition.text or b"")[: end - start]
+    inside = [Edit(e.start - start, e.end - start, e.text) for e in edits
+              if start <= e.start and e.end <= end]
+    return apply(data, inside)[0]
 
 
-def analyse(path: str, data: bytes, root: tree_sitter.Node, args: list[str]) -> ClangView:
-    text, omap = view_text(data, root)
-    index = ci.Index.create()
-    try:
-        tu = index.parse(
-            path, args=args,
-            unsaved_files=[(path, text.decode("utf-8", errors="replace")),
-                           (_PRELUDE_NAME, PRELUDE)],
-        )
-    except ci.TranslationUnitLoadError as exc:
-        return ClangView(fatal=(None, f"libclang could not parse the file: {exc}"))
-    view = ClangView()
-    main = os.path.abspath(path)
-    for diag in tu.diagnostics:
-        loc = diag.location
-        in_main = loc.file is not None and os.path.abspath(loc.file.name) == main
-        if diag.severity >= ci.Diagnostic.Fatal and view.fatal is None:
-            if in_main:
-                view.fatal = (omap.to_source(loc.offset), diag.spelling)
-            else:
-                where = f"{loc.file.name}:{loc.line}:{loc.column}: " if loc.file else ""
-                view.fatal = (None, f"{where}{diag.spelling}")
-        elif in_main and "address space" in diag.spelling:
-            view.address_space_errors.append((omap.to_source(loc.offset), diag.spelling))
-    want, arrays = interesting(root)
-    _collect(tu.cursor, main, omap, view, want, arrays)
-    return view
+def _start_edits(call: tree_sitter.Node) -> list[Edit]:
+    """INVOKE(n, f, a, b) -> INVOKE(n, f(a, b)); TOKEN/CALL(f, a) -> TOKEN/CALL(f(a))."""
+    arglist = call.child_by_field_name("arguments")
+    if arglist is None:
+        return []
+    fidx = 1 if syntax.call_name(call) == "INVOKE" else 0
+    parts = [c for c in arglist.children if c.type != "comment"]
+    # parts: "(" a0 "," a1 "," ... ")"
+    args = [c for c in parts if c.is_named]
+    close = parts[-1] if parts and parts[-1].type == ")" else None
+    if len(args) <= fidx or close is None:
+        return []
+    target = args[fidx]
+    after = parts[parts.index(target) + 1:]
+    if after and after[0].type == ",":
+        return [Edit(after[0].start_byte, after[0].end_byte, b"("),
+                Edit(close.start_byte, close.start_byte, b")")]
+    return [Edit(target.end_byte, target.end_byte, b"()")]
+
+
+# ---------------------------------------------------------------- collection
+
+
+def _spell(t: str) -> str:
+    """A clang type spelling as a Threaded-C programmer writes it."""
+    t = re.sub(r"__attribute__\(\(address_space\(77\)\)\)\s*", "__etc_g ", t)
+    t = re.sub(r"__etc_g ([^*]*?)\s*\*", lambda m: f"{m.group(1).strip()} *GLOBAL", t)
+    return t.replace("__etc_g ", "")
+
+
+def spell_message(msg: str) -> str:
+    """A clang message with address spaces spelled as GLOBAL (and the prelude's
+    macros' types by what they mean)."""
+    msg = re.sub(r"'[^']*' \(aka ('[^']*')\)", r"\1", msg)
+    msg = re.sub(r"'([^']*)'", lambda m: f"'{_spell(m.group(1))}'", msg)
+    return msg.replace("changes address space of pointer", "mixes GLOBAL and local pointers")
 
 
 def _is_global_pointer(t: ci.Type) -> bool:
@@ -256,69 +334,528 @@ def _is_global_pointer(t: ci.Type) -> bool:
         t.get_pointee().get_address_space() == GLOBAL_ADDRESS_SPACE
 
 
-def _collect(tu_cursor: ci.Cursor, main: str, omap: _OffsetMap, view: ClangView,
-             want: set[tuple[int, int]], arrays: set[int]) -> None:
-    points = sorted({a for a, _ in want} | arrays)
-    file_cache: dict[str, bytes] = {}
-    for top in tu_cursor.get_children():
-        loc = top.location
-        if loc.file is None:
-            continue
-        in_main = os.path.abspath(loc.file.name) == main
-        if top.kind == ci.CursorKind.FUNCTION_DECL:
-            _function(top, in_main, omap, view, file_cache)
-        if in_main:
-            _walk_main(top, omap, view, want, points)
+_ARRAYS = (ci.TypeKind.CONSTANTARRAY, ci.TypeKind.INCOMPLETEARRAY,
+           ci.TypeKind.VARIABLEARRAY, ci.TypeKind.DEPENDENTSIZEDARRAY)
+_RECORDS = (ci.TypeKind.RECORD,)
 
 
-def _function(cur: ci.Cursor, in_main: bool, omap: _OffsetMap, view: ClangView,
-              file_cache: dict[str, bytes]) -> None:
-    threaded = any(c.kind == ci.CursorKind.ANNOTATE_ATTR and c.spelling == "etc_threaded"
-                   for c in cur.get_children())
-    if not threaded:
-        view.plain_functions.add(cur.spelling)
-        return
-    if cur.spelling in view.threaded and view.threaded[cur.spelling].in_main_file:
-        return
-    if in_main:
-        # the main file's declarations are read from tree-sitter (exact text)
-        view.threaded[cur.spelling] = ThreadedDecl(cur.spelling, [], cur.location.file.name,
-                                                   cur.location.line, True)
-        return
-    fname = cur.location.file.name
-    if fname not in file_cache:
+def _has_const(t: ci.Type, depth: int = 0) -> bool:
+    """Is a C object of type t (or a member of it) const?"""
+    t = t.get_canonical()
+    if t.is_const_qualified() and depth >= 0:
+        return True
+    depth = max(depth, 0)
+    if depth > 32:
+        return False
+    if t.kind in _ARRAYS:
+        return _has_const(t.element_type, depth + 1)
+    if t.kind in _RECORDS:
+        return any(_has_const(f.type, depth + 1) for f in t.get_fields())
+    return False
+
+
+def _layout(t: ci.Type) -> str:
+    """A parameter's size, alignment and kind: what two files must agree on for a
+    parameter frame one builds and the other reads (names of types may differ)."""
+    c = t.get_canonical()
+    kind = _value_kind(c)
+    if kind == "pointer" and _is_global_pointer(c):
+        kind = "global"
+    elif kind == "integer":
+        kind = "unsigned" if c.kind in (ci.TypeKind.BOOL, ci.TypeKind.CHAR_U, ci.TypeKind.UCHAR,
+                                        ci.TypeKind.USHORT, ci.TypeKind.UINT, ci.TypeKind.ULONG,
+                                        ci.TypeKind.ULONGLONG) else "signed"
+    return f"{c.get_size()}.{c.get_align()}.{kind}"
+
+
+def _value_kind(t: ci.Type) -> str:
+    t = t.get_canonical()
+    k = t.kind
+    if k in (ci.TypeKind.FLOAT, ci.TypeKind.DOUBLE, ci.TypeKind.LONGDOUBLE):
+        return "floating"
+    if k == ci.TypeKind.POINTER:
+        return "pointer"
+    if k in (ci.TypeKind.BOOL, ci.TypeKind.CHAR_U, ci.TypeKind.UCHAR, ci.TypeKind.CHAR16,
+             ci.TypeKind.CHAR32, ci.TypeKind.USHORT, ci.TypeKind.UINT, ci.TypeKind.ULONG,
+             ci.TypeKind.ULONGLONG, ci.TypeKind.CHAR_S, ci.TypeKind.SCHAR, ci.TypeKind.WCHAR,
+             ci.TypeKind.SHORT, ci.TypeKind.INT, ci.TypeKind.LONG, ci.TypeKind.LONGLONG,
+             ci.TypeKind.ENUM):
+        return "integer"
+    return "other"
+
+
+def _strip_implicit(cur: ci.Cursor) -> ci.Cursor:
+    """The expression under clang's implicit conversions (which the API shows as
+    UNEXPOSED_EXPR with one child of the same extent)."""
+    while cur.kind == ci.CursorKind.UNEXPOSED_EXPR:
+        kids = list(cur.get_children())
+        if len(kids) != 1:
+            break
+        cur = kids[0]
+    return cur
+
+
+class _Collector:
+    """Runs in the isolated child: parses the view and gathers Facts."""
+
+    def __init__(self, path: str, data: bytes, root: tree_sitter.Node,
+                 args: list[str]) -> None:
+        self.path = path
+        self.data = data
+        self.root = root
+        self.args = args
+        self.facts = Facts()
+        view, self.vmap = apply(data, view_edits(root))
+        self.view = view
+        self.header_maps: dict[str, tuple[EditMap, bytes]] = {}
+        self.main_handle = 0
+        self.file_names: dict[int, tuple[str, EditMap | None]] = {}  # by libclang's handle
+        self.threaded_files: dict[int, bool] = {}  # ... that may declare THREADED
+        self.use_ranges: dict[tuple[int, int], ci.Cursor] = {}  # macro uses, main file
+        self.use_starts: dict[int, tuple[int, int]] = {}  # ... by where they start
+        self.needed: set[tuple[int, int]] = set()  # ... whose expansion the passes need
+        self.called: set[int] = set()  # threaded functions' names called as C functions
+
+    # -- parsing
+
+    def run(self) -> Facts:
+        index = ci.Index.create()
+        unsaved = [(self.path, self.view.decode("utf-8", errors="replace")),
+                   (PRELUDE_NAME, PRELUDE)]
+        opts = ci.TranslationUnit.PARSE_DETAILED_PROCESSING_RECORD
         try:
-            file_cache[fname] = Path(fname).read_bytes()
-        except OSError:
-            file_cache[fname] = b""
-    data = file_cache[fname]
-    params = []
-    for p in cur.get_arguments():
-        ext = p.extent
-        text = data[ext.start.offset:ext.end.offset].decode("utf-8", errors="replace")
-        params.append((p.spelling, text))
-    view.threaded[cur.spelling] = ThreadedDecl(cur.spelling, params, fname,
-                                               cur.location.line, False)
+            tu = index.parse(self.path, args=self.args, unsaved_files=unsaved, options=opts)
+            headers = self._header_views(tu)
+            if headers:
+                tu = index.parse(self.path, args=self.args, unsaved_files=unsaved + headers,
+                                 options=opts)
+        except ci.TranslationUnitLoadError as exc:
+            self.facts.fatal = Diag(None, 0, True, f"libclang could not parse the file: {exc}")
+            return self.facts
+        self.main_handle = libclang.file_handle(tu.get_file(self.path))
+        self._diagnostics(tu)
+        if self.facts.fatal is not None:
+            return self.facts
+        self.facts.skipped = [(self.to_working(s), self.to_working(e))
+                              for s, e in libclang.skipped_ranges(tu, self.path)]
+        self._top_level(tu)
+        return self.facts
 
+    def _header_views(self, tu: ci.TranslationUnit) -> list[tuple[str, str]]:
+        """Headers that use GLOBAL, rewritten as the main file is."""
+        from etcpre.passes.parse import language  # noqa: PLC0415
 
-def _walk_main(top: ci.Cursor, omap: _OffsetMap, view: ClangView,
-               want: set[tuple[int, int]], points: list[int]) -> None:
-    """Visit only subtrees that contain something asked about (the walk is the cost)."""
-    stack = [top]
-    while stack:
-        cur = stack.pop()
+        parser = tree_sitter.Parser(language())
+        out = []
+        seen: set[str] = set()
+        for inc in tu.get_includes():
+            name = inc.include.name
+            if name in seen or name == PRELUDE_NAME:
+                continue
+            seen.add(name)
+            try:
+                data = Path(name).read_bytes()
+            except OSError:
+                continue
+            if b"GLOBAL" not in data:
+                continue
+            edits = view_edits(parser.parse(data).root_node)
+            if not edits:
+                continue
+            view, emap = apply(data, edits)
+            self.header_maps[os.path.abspath(name)] = (emap, data)
+            out.append((name, view.decode("utf-8", errors="replace")))
+        return out
+
+    # -- positions
+
+    def to_working(self, view_offset: int) -> int:
+        return self.vmap.to_old(view_offset)
+
+    def where(self, loc: ci.SourceLocation) -> tuple[str | None, int]:
+        """(None, working offset) in the main file, (path, offset as written) in a
+        header, ("", 0) elsewhere (the prelude, the command line)."""
+        handle, off = libclang.file_location(loc)
+        if handle == self.main_handle:
+            return None, self.to_working(off)
+        if not handle:
+            return "", 0
+        known = self.file_names.get(handle)
+        if known is None:
+            name = libclang.file_name(handle)
+            header = self.header_maps.get(os.path.abspath(name))
+            known = ("" if name == PRELUDE_NAME else name, header[0] if header else None)
+            self.file_names[handle] = known
+        name, emap = known
+        if not name:
+            return "", 0
+        return name, emap.to_old(off) if emap is not None else off
+
+    def span(self, cur: ci.Cursor) -> tuple[int, int] | None:
+        """The working-text range of a cursor in the main file."""
         ext = cur.extent
-        start, end = omap.to_source(ext.start.offset), omap.to_source(ext.end.offset)
-        i = bisect.bisect_left(points, start)
-        if i == len(points) or points[i] >= end:
-            continue
+        f1, s = self.where(ext.start)
+        f2, e = self.where(ext.end)
+        if f1 is not None or f2 is not None:
+            return None
+        return s, e
+
+    def header_text(self, path: str, start: int, end: int) -> str:
+        full = os.path.abspath(path)
+        if full in self.header_maps:
+            data = self.header_maps[full][1]
+        else:
+            try:
+                data = Path(path).read_bytes()
+            except OSError:
+                return ""
+        return data[start:end].decode("utf-8", errors="replace")
+
+    # -- diagnostics
+
+    def _diagnostics(self, tu: ci.TranslationUnit) -> None:
+        for d in tu.diagnostics:
+            if d.severity < ci.Diagnostic.Warning:
+                continue
+            path, off = self.where(d.location)
+            fatal = d.severity >= ci.Diagnostic.Fatal
+            if fatal and self.facts.fatal is None:
+                if path == "":
+                    self.facts.fatal = Diag(None, 0, True, spell_message(d.spelling))
+                else:
+                    self.facts.fatal = Diag(path, off, True, spell_message(d.spelling))
+                continue
+            if path == "":
+                continue
+            msg = d.spelling
+            if "address space" in msg and d.severity >= ci.Diagnostic.Error:
+                self.facts.diagnostics.append(
+                    Diag(path, off, True, spell_message(msg) +
+                         " (convert with TO_GLOBAL() or TO_LOCAL())"))
+            elif msg.startswith("conflicting types for") or \
+                    msg.startswith("redefinition of parameter"):
+                self.facts.diagnostics.append(
+                    Diag(path, off, True, spell_message(msg) + self._previous(d, path)))
+            elif path is None and not _NOT_FORWARDED.search(msg):
+                self.facts.diagnostics.append(
+                    Diag(path, off, d.severity >= ci.Diagnostic.Error, spell_message(msg),
+                         always=False))
+
+    def _previous(self, d: ci.Diagnostic, path: str | None) -> str:
+        """` (the other declaration: line N)` from clang's note, or ``."""
+        for note in d.children:
+            if "previous" not in note.spelling:
+                continue
+            npath, _ = self.where(note.location)
+            line = note.location.line
+            if npath is None and path is None:
+                return f" (the other declaration is on line {line})"
+            if npath:
+                return f" (the other declaration is in {npath}, line {line})"
+        return ""
+
+    # -- declarations and bodies
+
+    def _top_level(self, tu: ci.TranslationUnit) -> None:
+        tops = list(tu.cursor.get_children())
+        for top in tops:
+            if top.kind == ci.CursorKind.MACRO_INSTANTIATION:
+                sp = self.span(top)
+                if sp is not None:
+                    self.use_ranges[sp] = top
+                    self.use_starts[sp[0]] = sp
+        for top in tops:
+            kind = top.kind
+            if kind == ci.CursorKind.VAR_DECL and self.span(top) is not None:
+                self._walk(top, None)
+            if kind != ci.CursorKind.FUNCTION_DECL:
+                continue
+            path, off = self.where(top.location)
+            if path == "":
+                continue  # the prelude
+            threaded = self._may_be_threaded(path) and _is_threaded(top)
+            if threaded:
+                self._threaded_decl(top, path, off)
+            else:
+                self.facts.functions.add(top.spelling)
+            if path is None and top.is_definition():
+                self._walk(top, top if threaded else None)
+        self._expansions()
+
+    def _may_be_threaded(self, path: str | None) -> bool:
+        """Only the main file and headers that say THREADED declare threaded
+        functions (reading a declaration's attributes costs)."""
+        if path is None:
+            return True
+        known = self.threaded_files.get(hash(path))
+        if known is None:
+            try:
+                known = b"THREADED" in Path(path).read_bytes()
+            except OSError:
+                known = True
+            self.threaded_files[hash(path)] = known
+        return known
+
+    def _threaded_decl(self, cur: ci.Cursor, path: str | None, off: int) -> None:
+        params = []
+        adjusted_types = list(cur.type.argument_types()) \
+            if cur.type.kind == ci.TypeKind.FUNCTIONPROTO else []
+        for k, p in enumerate(cur.get_arguments()):
+            adjusted = adjusted_types[k] if k < len(adjusted_types) else p.type
+            ext = p.extent
+            if path is None:
+                s, e = self.span(p) or (0, 0)
+                text = self.data[s:e].decode("utf-8", errors="replace")
+            else:
+                _, s = self.where(ext.start)
+                _, e = self.where(ext.end)
+                text = self.header_text(path, s, e)
+            t = p.type
+            params.append(Param(p.spelling, text, _spell(adjusted.spelling),
+                                adjusted.get_canonical().spelling, _layout(adjusted),
+                                not _has_const(t), t.is_const_qualified(),
+                                _has_const(t, depth=-1)))
+        static = cur.storage_class == ci.StorageClass.STATIC
+        decl = ThreadedDecl(cur.spelling, tuple(params), path, off, cur.location.line,
+                            cur.is_definition(), static)
+        self.facts.threaded.setdefault(cur.spelling, []).append(decl)
+
+    def _walk(self, top: ci.Cursor, threaded: ci.Cursor | None) -> None:
+        """One function (or file-scope variable) of the main file, every expression."""
+        stack: list[tuple[ci.Cursor, ci.Cursor | None]] = [(top, None)]
+        while stack:
+            cur, parent = stack.pop()
+            kind = cur.kind
+            if kind.is_expression():
+                self._expression(cur, parent)
+            elif kind == ci.CursorKind.VAR_DECL and threaded is not None:
+                self._var(cur, threaded)
+            if self.use_starts and self._from_macro_body(cur, threaded):
+                use = self._expanded_from_body(cur)
+                if use is not None:
+                    self.needed.add(use)
+            stack.extend((c, cur) for c in cur.get_children())
+
+    def _expanded_from_body(self, cur: ci.Cursor) -> tuple[int, int] | None:
+        """The main-file macro use whose expansion brought this cursor from a macro's
+        definition (not from the use's own arguments), if any."""
+        loc = cur.location
+        e_handle, e_off = libclang.expansion_location(loc)
+        if e_handle != self.main_handle:
+            return None
+        use = self.use_starts.get(self.to_working(e_off))
+        if use is None:
+            return None
+        f_handle, f_off = libclang.file_location(loc)
+        if f_handle != self.main_handle:
+            return use  # spelled in a header's definition
+        f = self.to_working(f_off)
+        if f == use[0] or not use[0] <= f < use[1]:
+            return use  # the body's own token, or spelled in a definition
+        return None  # written in the use's arguments
+
+    def _from_macro_body(self, cur: ci.Cursor, threaded: ci.Cursor | None) -> bool:
+        """Would this cursor need the translator if a macro's body produced it?"""
         kind = cur.kind
+        if kind == ci.CursorKind.DECL_REF_EXPR:
+            ref = cur.referenced
+            if ref is None:
+                return False
+            if ref.kind == ci.CursorKind.FUNCTION_DECL:
+                return ref.spelling in PRIMITIVES or _is_threaded(ref)
+            if ref.kind == ci.CursorKind.VAR_DECL and ref.spelling in PRIMITIVES:
+                return True  # NUM_NODES, NODE_ID
+            return threaded is not None and \
+                ref.kind in (ci.CursorKind.VAR_DECL, ci.CursorKind.PARM_DECL) and \
+                ref.semantic_parent == threaded
+        if threaded is not None and kind in (ci.CursorKind.VAR_DECL, ci.CursorKind.PARM_DECL,
+                                             ci.CursorKind.LABEL_STMT,
+                                             ci.CursorKind.RETURN_STMT):
+            return True
         if kind.is_expression():
-            if (start, end) in want and _is_global_pointer(cur.type):
-                view.global_exprs.add((start, end))
-        elif kind == ci.CursorKind.VAR_DECL:
             t = cur.type
-            vla = t.kind == ci.TypeKind.VARIABLEARRAY
-            size = t.get_array_size() if t.kind == ci.TypeKind.CONSTANTARRAY else None
-            view.var_types[omap.to_source(cur.location.offset)] = (vla, size)
-        stack.extend(cur.get_children())
+            return t.kind != ci.TypeKind.INVALID and \
+                t.get_address_space() == GLOBAL_ADDRESS_SPACE
+        return False
+
+    def _expression(self, cur: ci.Cursor, parent: ci.Cursor | None) -> None:
+        kind = cur.kind
+        sp = None
+        t = cur.type
+        tk = t.kind
+        if tk in (ci.TypeKind.POINTER, ci.TypeKind.ELABORATED, ci.TypeKind.TYPEDEF,
+                  *_ARRAYS):
+            canon = t.get_canonical()
+            if canon.kind == ci.TypeKind.POINTER and _is_global_pointer(canon):
+                sp = self.span(cur)
+                if sp is not None:
+                    self.facts.global_pointers.add(sp)
+            elif canon.kind in _ARRAYS:
+                sp = self.span(cur)
+                if sp is not None:
+                    self.facts.arrays.add(sp)
+                    if GLOBAL_ADDRESS_SPACE in (canon.get_address_space(),
+                                                canon.element_type.get_address_space()) \
+                            and parent is not None \
+                            and parent.kind == ci.CursorKind.UNEXPOSED_EXPR \
+                            and _is_global_pointer(parent.type):
+                        self.facts.global_decays.add(sp)
+        if kind == ci.CursorKind.CALL_EXPR:
+            self._call(cur)
+        elif kind == ci.CursorKind.DECL_REF_EXPR:
+            ref = cur.referenced
+            if ref is not None and ref.kind == ci.CursorKind.FUNCTION_DECL and \
+                    _is_threaded(ref):
+                sp = sp or self.span(cur)
+                if sp is not None and sp[0] not in self.called:
+                    self.facts.threaded_uses.append((sp[0], cur.spelling, False))
+
+    def _call(self, cur: ci.Cursor) -> None:
+        kids = list(cur.get_children())
+        if not kids:
+            return
+        callee = _strip_implicit(kids[0])
+        if callee.kind != ci.CursorKind.DECL_REF_EXPR:
+            return
+        sp = self.span(callee)
+        if sp is None:
+            return
+        ref = callee.referenced
+        name = callee.spelling
+        what = "other"
+        if ref is not None and ref.kind == ci.CursorKind.FUNCTION_DECL:
+            rpath, roff = self.where(ref.location)
+            if rpath == "" and name in PRIMITIVES:
+                what = "primitive"
+            elif _is_threaded(ref):
+                what = "threaded"
+            elif rpath is None and roff == sp[0]:
+                what = "undeclared"  # declared implicitly by the call itself
+            else:
+                what = "function"
+        args: tuple[Arg, ...] = ()
+        if what == "primitive":
+            args = tuple(self._arg(a) for a in kids[1:])
+        elif what == "threaded":
+            self.called.add(sp[0])
+            self.facts.threaded_uses.append((sp[0], name, True))
+        self.facts.calls[sp[0]] = Call(name, what, args)
+
+    def _arg(self, cur: ci.Cursor) -> Arg:
+        inner = _strip_implicit(cur)
+        kind, value = libclang.evaluate(inner)
+        constant = ""
+        if kind == libclang.EVAL_INT:
+            constant = "char" if inner.kind == ci.CursorKind.CHARACTER_LITERAL else "int"
+        elif kind == libclang.EVAL_FLOAT:
+            constant, value = "float", None
+        else:
+            value = None
+        pointee = None
+        t = inner.type.get_canonical()
+        if t.kind in _ARRAYS:
+            t_el = t.element_type
+            pointee = (t_el.get_size(), _value_kind(t_el), _spell(t_el.spelling))
+        elif t.kind == ci.TypeKind.POINTER:
+            pt = t.get_pointee()
+            size = pt.get_size() if pt.kind != ci.TypeKind.VOID else -1
+            pointee = (size, _value_kind(pt), _spell(pt.spelling))
+        return Arg(constant, value if isinstance(value, int) else None, pointee)
+
+    def _var(self, cur: ci.Cursor, threaded: ci.Cursor) -> None:
+        # every block-scope variable's semantic parent is its function (blocks are not
+        # declaration contexts in C); anything else is not a local of this function
+        if cur.semantic_parent != threaded:
+            return
+        name_path, name_off = self.where(cur.location)
+        if name_path is not None:
+            return
+        t = cur.type.get_canonical()
+        vla = _variably_modified(t)
+        size = t.get_array_size() if t.kind == ci.TypeKind.CONSTANTARRAY else None
+        stores, zero = self._initialiser(cur, name_off)
+        self.facts.vars[name_off] = Var(vla, size, not _has_const(t), stores, zero)
+
+    def _initialiser(self, cur: ci.Cursor, name_off: int) \
+            -> tuple[tuple[Store, ...] | None, bool]:
+        """The declaration's initialiser list as in-place stores (initialise.py)."""
+        init = next((c for c in cur.get_children()
+                     if c.kind == ci.CursorKind.INIT_LIST_EXPR), None)
+        if init is None:
+            return None, False
+        node = self.root.descendant_for_byte_range(name_off, name_off)
+        while node is not None and node.type != "init_declarator":
+            node = node.parent
+        value = node.child_by_field_name("value") if node is not None else None
+        if value is None or value.type != "initializer_list":
+            return None, False
+        types: dict[tuple[int, int], ci.Type] = {}
+        stack = [init]
+        while stack:
+            c = stack.pop()
+            sp = self.span(c)
+            if sp is not None and c.kind.is_expression():
+                types.setdefault(sp, _strip_implicit(c).type)
+            stack.extend(c.get_children())
+        planner = initialise.Planner(lambda n: types.get((n.start_byte, n.end_byte)))
+        try:
+            planned = planner.plan(cur.type, value)
+        except initialise.Unsupported:
+            return None, False
+        stores = tuple(Store(p.path, p.node.start_byte, p.node.end_byte, p.string)
+                       for p in planned)
+        return stores, planner.zero_first(cur.type)
+
+    # -- macro uses the translator must see through
+
+    def _expansions(self) -> None:
+        """Edits replacing each outermost needed macro use by its expansion."""
+        last_end = -1
+        for s, e in sorted(self.needed):
+            if s < last_end:
+                continue  # inside an expansion made this round; seen again next round
+            last_end = e
+            try:
+                text = self._expansion(self.use_ranges[(s, e)], s, e)
+            except expand.ExpandError as exc:
+                self.facts.expansion_errors.append((s, str(exc)))
+                continue
+            self.facts.expansions.append(Edit(s, e, text))
+
+    def _expansion(self, use: ci.Cursor, start: int, end: int) -> bytes:
+        definition = use.referenced
+        if definition is None:
+            raise expand.ExpandError(f"cannot find the definition of macro '{use.spelling}'")
+        path, ds = self.where(definition.extent.start)
+        _, de = self.where(definition.extent.end)
+        if path is None:
+            text = self.data[ds:de]
+        elif path:
+            text = self.header_text(path, ds, de).encode()
+        else:
+            raise expand.ExpandError(f"macro '{use.spelling}' is defined on the command line; "
+                                     "etcpre must rewrite its use (define it in the file)")
+        d = expand.parse_definition(text)
+        written = self.data[start:end]
+        args = None
+        if d.params is not None:
+            args = expand.split_arguments(expand.tokenize(written[len(d.name):]))
+        result = expand.join(expand.expand(d, args))
+        shown = b" ".join(written.split())
+        note = b" /* " + shown + b" */" if b"*/" not in shown and len(shown) <= 60 else b""
+        return result + note + b"\n" * written.count(b"\n")
+
+
+def _is_threaded(cur: ci.Cursor) -> bool:
+    return any(c.kind == ci.CursorKind.ANNOTATE_ATTR and c.spelling == "etc_threaded"
+               for c in cur.get_children())
+
+
+def _variably_modified(t: ci.Type, depth: int = 0) -> bool:
+    if depth > 32:
+        return False
+    if t.kind == ci.TypeKind.VARIABLEARRAY:
+        return True
+    if t.kind in _ARRAYS:
+        return _variably_modified(t.element_type.get_canonical(), depth + 1)
+    return False

@@ -3,12 +3,18 @@
 The translation scheme is the thesis's (chapter 2.2, Fig. 2.12-2.17):
 - each thread n of f becomes `void _f_n(void *)`; thread 0 gets the parameter frame
   `_f_P`, allocates the activation frame `_f_F` and copies the parameters in;
-- every local and parameter is a field of `_f_F`, reached through `_fp`;
+- every local and parameter is a field of `_f_F`, reached through `_fp`; a local is
+  initialised in place, member by member (`initialise.py`), never through a copy on
+  the C stack;
 - a thread function holds the whole body, entered with `goto THREAD_n;`, so a thread
   inside a loop continues the loop (Fig. 2.17); reaching another thread's label ends the
-  current thread, exactly like END_THREAD();
+  current thread, exactly like END_THREAD(); what an entry can never reach is dropped
+  (`reach.py` decides);
 - CALL splits the caller: the code after it is continuation `_f_Ck`, entered the same
-  way, which the callee's RETURN() resumes (Fig. 2.16).
+  way, which the callee's RETURN() resumes (Fig. 2.16);
+- a GLOBAL pointer dereference becomes ETC_DEREF, and the address of a member or
+  element reached through a GLOBAL pointer (`&p->a.b[i]`, `p->arr`) stays GLOBAL
+  (ETC_GADDR: the pointer plus the member's offset, on the same node).
 
 Rendering is recursive over the tree: a node with nothing to rewrite inside is copied
 byte for byte, so comments, layout and line numbers of the source survive.
@@ -17,28 +23,29 @@ byte for byte, so comments, layout and line numbers of the source survive.
 from __future__ import annotations
 
 import bisect
+import re
 from dataclasses import dataclass, field
 
-from etcpre.diagnostics import DiagnosticSink
-from etcpre.passes.analyse import Local, Model, ThreadedFunction
-from etcpre.passes.primitives import PRIMITIVES, Kind
+from etcpre.passes.analyse import (
+    Local,
+    Model,
+    Signature,
+    ThreadedFunction,
+    adjusted_declaration,
+)
+from etcpre.passes.clang_view import Store
+from etcpre.passes.primitives import CALL_PRIMITIVES, PRIMITIVES, VALUE_PRIMITIVES, Kind
+from etcpre.passes.reach import PREPROC_BLOCKS, TAG_SPECIFIERS, Reach
 from etcpre.passes.syntax import (
     Node,
     call_args,
     call_name,
-    const_int,
+    declarator_identifier,
     label_number,
     text,
     walk,
+    walk_parents,
 )
-
-_ANYWHERE = {
-    "POLL": "etc_poll", "TO_GLOBAL": "ETC_TO_GLOBAL", "TO_LOCAL": "ETC_TO_LOCAL",
-    "MAKE_GPTR": "ETC_MAKE_GPTR", "OWNER_OF": "ETC_OWNER_OF", "IS_OWNER": "ETC_IS_OWNER",
-}
-_VALUES = {"NUM_NODES": "ETC_NUM_NODES", "NODE_ID": "ETC_NODE_ID"}
-_PREPROC_BLOCKS = frozenset({"preproc_if", "preproc_ifdef", "preproc_else", "preproc_elif",
-                             "preproc_elifdef"})
 
 
 @dataclass
@@ -46,14 +53,15 @@ class GeneratedFunction:
     """The C that replaces one threaded function definition."""
 
     fn: ThreadedFunction
-    param_struct: str | None  # None when a prototype above already emitted it
-    frame_struct: str
+    param_struct: str | None  # None when emitted before (a prototype, a caller)
+    frame_struct: list[tuple[str, int | None]]  # fields, with their declarations' offsets
     prototypes: str
     statics: list[str]
     threads: list[tuple[str, str, str, str]]  # (C name, parameter, prologue, body)
-    callee_structs: list[str]  # parameter frames of callees declared in headers
+    callee_structs: list[str]  # parameter frames of callees not emitted yet
     user_main: str | None
-    types: list[tuple[int, str]] = field(default_factory=list)  # (source offset, C)
+    types: list[tuple[int, str]] = field(default_factory=list)  # (working offset, C)
+    layouts: list[str] = field(default_factory=list)  # the link-time check (_layouts)
 
 
 @dataclass
@@ -64,13 +72,14 @@ class Lowered:
     plain: dict[int, str] = field(default_factory=dict)  # plain functions, rewritten
 
 
-def param_struct(name: str, params: list[tuple[str, str]]) -> str:
-    """`_f_P`, the parameter frame; same layout in every file that starts `f`."""
-    fields = "".join(f"    {decl};\n" for _, decl in params)
-    guard = f"_etc_have_{name}_P"
+def param_struct(sig: Signature) -> str:
+    """`_f_P`, the parameter frame; the same layout in every file that starts `f`."""
+    fields = "".join(f"    {f.declaration};\n" for f in sig.fields)
+    guard = f"_etc_have_{sig.name}_P"
+    static = "static " if sig.static else ""
     return (f"#ifndef {guard}\n#define {guard}\n"
-            f"typedef struct _{name}_P {{\n    etc_ret _ret;\n{fields}}} _{name}_P;\n"
-            f"void _{name}_0(void *_etc_vpp);\n#endif\n")
+            f"typedef struct _{sig.name}_P {{\n    etc_ret _ret;\n{fields}}} _{sig.name}_P;\n"
+            f"{static}void _{sig.name}_0(void *_etc_vpp);\n#endif\n")
 
 
 def descriptor_name(fn_name: str) -> str:
@@ -78,54 +87,91 @@ def descriptor_name(fn_name: str) -> str:
     return f"_etc_fn_{fn_name}"
 
 
-def lower(model: Model, sink: DiagnosticSink) -> Lowered:
-    del sink  # the analyse pass reported everything; lowering cannot fail
+def _layouts(model: Model, fn: ThreadedFunction, referred: set[str]) -> list[str]:
+    """The link-time check that files agree on parameter frames: the file defining f
+    defines a symbol named after the layout of f's parameters, every file starting f
+    (not defining it) refers to the symbol its own declaration of f names; a
+    disagreement is then an undefined symbol at link, which etcc explains."""
+    out = []
+    sig = model.signatures[fn.name]
+    if not sig.static and fn.name != "MAIN":
+        out.append(f"/* the link checks that every file starts {fn.name} with these "
+                   f"parameters */\nconst char _etc_layout_{fn.name}_{sig.layout} = 0;\n")
+    for callee in model.used_callees.get(fn.name, []):
+        csig = model.signatures.get(callee)
+        if csig is None or csig.defined_here or csig.static or callee in referred:
+            continue
+        referred.add(callee)
+        symbol = f"_etc_layout_{callee}_{csig.layout}"
+        out.append(f"extern const char {symbol};\n"
+                   f"__attribute__((used)) static const char *const _etc_uses_{callee} = "
+                   f"&{symbol};\n")
+    return out
+
+
+def lower(model: Model) -> Lowered:
+    """The analyse pass reported everything; lowering cannot fail."""
     out = Lowered(model)
     emitted: set[str] = set()
+    referred: set[str] = set()
     for proto in model.prototypes:
         name = text(proto.child_by_field_name("name"))  # type: ignore[arg-type]
-        out.prototypes[proto.start_byte] = param_struct(name, model.signatures[name].params)
+        out.prototypes[proto.start_byte] = param_struct(model.signatures[name])
         emitted.add(name)
     for fn in model.functions:
         out.functions[fn.node.start_byte] = _function(model, fn, emitted)
+        out.functions[fn.node.start_byte].layouts = _layouts(model, fn, referred)
     for p in model.plain_functions:
-        r = _Renderer(model, None, None, p)
-        if r.interesting:
-            out.plain[p.start_byte] = r.render(p)
+        marks = _marks(model, None, p, frozenset())
+        if marks.points:
+            out.plain[p.start_byte] = _Renderer(model, None, None, marks, scope=p).render(p)
     return out
 
 
 def _function(model: Model, fn: ThreadedFunction, emitted: set[str]) -> GeneratedFunction:
-    sig = model.signatures[fn.name]
     pstruct = None
     if fn.name not in emitted:
-        pstruct = param_struct(fn.name, sig.params)
+        pstruct = param_struct(model.signatures[fn.name])
         emitted.add(fn.name)
+    # callees declared in headers or defined later in this file: their frames first
     callee_structs = []
     for callee in model.used_callees.get(fn.name, []):
-        csig = model.signatures.get(callee)
-        if csig is not None and callee not in emitted and csig.origin != "this file":
-            callee_structs.append(param_struct(callee, csig.params))
+        if callee not in emitted and callee in model.signatures:
+            callee_structs.append(param_struct(model.signatures[callee]))
             emitted.add(callee)
-    entries = ["0"] + [str(n) for n in sorted(fn.labels)] + \
-        [f"C{k}" for k in range(1, len(fn.calls) + 1)]
-    protos = "".join(f"void _{fn.name}_{e}(void *_etc_v);\n" for e in entries[1:])
-    hoisted = hoisted_types(fn)
-    moved = frozenset(n.start_byte for n in hoisted)
+    hoisted = hoisted_items(fn)
+    moved = frozenset(n.start_byte for n in hoisted if n.type != "preproc_def" and
+                      n.type != "preproc_function_def")
+    assert fn.reach is not None
+    entries = fn.entries().names()
+    marks = _marks(model, fn, fn.body, moved)
+    static = "static " if fn.static else ""
+    protos = "".join(f"{static}void _{fn.name}_{e}(void *_etc_v);\n" for e in entries[1:])
     threads = []
     for e in entries:
-        r = _Renderer(model, fn, e, fn.body, moved)
+        r = _Renderer(model, fn, e, marks, moved, fn.reach)
         param = "_etc_vpp" if e == "0" else "_etc_v"
-        threads.append((f"_{fn.name}_{e}", param, _prologue(fn, e), r.render(fn.body)))
+        threads.append((f"_{fn.name}_{e}", param, _prologue(model, fn, e),
+                        r.render(fn.body)))
     statics = [_static(model, fn, group) for group in _groups(fn.statics)]
-    types = [(n.start_byte, text(n) + (";" if n.type != "type_definition" else ""))
+    types = [(n.start_byte, text(n).rstrip() + (";" if n.type in TAG_SPECIFIERS else ""))
              for n in hoisted]
     return GeneratedFunction(fn, pstruct, _frame_struct(fn), protos, statics, threads,
-                             callee_structs, _user_main(fn) if fn.name == "MAIN" else None,
-                             types)
+                             callee_structs,
+                             _user_main(model, fn) if fn.name == "MAIN" else None, types)
 
 
-_TAG_SPECIFIERS = frozenset({"struct_specifier", "union_specifier", "enum_specifier"})
+# Source-map markers (see emit.source_map): text copied from the working text at an
+# offset, or generated for the construct at an offset. Emit removes them.
+MARK_OPEN, MARK_CLOSE = "\ue000", "\ue001"
+
+
+def copied(start: int, end: int, body: str) -> str:
+    return f"{MARK_OPEN}V{start},{end - start}{MARK_CLOSE}{body}"
+
+
+def generated(offset: int) -> str:
+    return f"{MARK_OPEN}G{offset}{MARK_CLOSE}"
 
 
 def _line_breaks(node: Node) -> str:
@@ -133,16 +179,18 @@ def _line_breaks(node: Node) -> str:
     return "\n" * text(node).count("\n")
 
 
-def hoisted_types(fn: ThreadedFunction) -> list[Node]:
-    """Types defined inside a threaded function: typedefs and struct/union/enum
-    definitions standing as block items. They move to file scope, ahead of the frame
-    struct, because frame fields (file scope) may have those types."""
+def hoisted_items(fn: ThreadedFunction) -> list[Node]:
+    """What a threaded function defines for its frame: typedefs and struct/union/enum
+    definitions standing as block items, and macro definitions. They go to file scope,
+    ahead of the frame struct, because frame fields (file scope) may use them; the
+    types leave the body, the macros stay (an identical redefinition is C)."""
     out = []
-    for node in walk(fn.body):
-        if node.type == "type_definition" or (
-                node.type in _TAG_SPECIFIERS and node.child_by_field_name("body") is not None
-                and node.parent is not None
-                and node.parent.type in ("compound_statement", *_PREPROC_BLOCKS)):
+    for node, parent in walk_parents(fn.body):
+        item = parent is not None and parent.type in ("compound_statement", *PREPROC_BLOCKS)
+        if node.type == "type_definition" or node.type in ("preproc_def",
+                                                           "preproc_function_def") or (
+                node.type in TAG_SPECIFIERS and node.child_by_field_name("body") is not None
+                and item):
             out.append(node)
     return out
 
@@ -166,11 +214,12 @@ def _declarator_text(loc: Local) -> str:
         if node.type in ("identifier", "field_identifier") and text(node) == loc.name:
             edits.append((node.start_byte, node.end_byte, loc.field))
             break
-    if loc.array_size is not None and d.type == "array_declarator" and \
+    size = loc.var.array_size if loc.var is not None else None
+    if size is not None and d.type == "array_declarator" and \
             d.child_by_field_name("size") is None:
         close = next((c for c in d.children if c.type == "]"), None)
         if close is not None:
-            edits.append((close.start_byte, close.start_byte, str(loc.array_size)))
+            edits.append((close.start_byte, close.start_byte, str(size)))
     return _apply(d, edits)
 
 
@@ -179,239 +228,243 @@ def _apply(node: Node, edits: list[tuple[int, int, str]]) -> str:
     base = node.start_byte
     out = b""
     pos = 0
-    for start, end, rep in sorted(edits):
-        out += data[pos:start - base] + rep.encode()
+    for start, end, new in sorted(edits):
+        out += data[pos:start - base] + new.encode()
         pos = end - base
     return (out + data[pos:]).decode("utf-8", errors="replace")
 
 
-def _prefix(decl: Node, strip_const: bool) -> str:
-    """Declaration specifiers as written, minus storage class (and top-level const)."""
+def _prefix(decl: Node) -> str:
+    """Declaration specifiers as written, minus the storage class."""
     first = decl.child_by_field_name("declarator")
     end = first.start_byte if first is not None else decl.end_byte
-    edits = []
-    for c in decl.children:
-        if c.start_byte >= end:
-            break
-        if c.type == "storage_class_specifier" or \
-                (strip_const and c.type == "type_qualifier" and text(c) == "const"):
-            edits.append((c.start_byte, c.end_byte, ""))
+    edits = [(c.start_byte, c.end_byte, "") for c in decl.children
+             if c.start_byte < end and c.type == "storage_class_specifier"]
+    return _apply_prefix(decl, end, edits)
+
+
+def _apply_prefix(decl: Node, end: int, edits: list[tuple[int, int, str]]) -> str:
     data = (decl.text or b"")[: end - decl.start_byte]
     out = b""
     pos = 0
-    for start, stop, rep in edits:
-        out += data[pos:start - decl.start_byte] + rep.encode()
+    for start, stop, new in edits:
+        out += data[pos:start - decl.start_byte] + new.encode()
         pos = stop - decl.start_byte
-    return (out + data[pos:]).decode("utf-8", errors="replace").strip()
+    return " ".join((out + data[pos:]).decode("utf-8", errors="replace").split())
 
 
-def _frame_struct(fn: ThreadedFunction) -> str:
-    lines = ["    ETC_FRAME_HEADER"]
+def _param_field(p: Local) -> str:
+    """A parameter's frame field: as written (const kept: the body cannot assign it),
+    arrays and functions as the pointers they are passed as."""
+    written = text(p.declaration)
+    adjusted = adjusted_declaration(written, p.name, keep_const=True, rename=p.field)
+    if adjusted is not None:
+        return adjusted
+    shown = p.param.type if p.param is not None else "int"
+    return f"__typeof__({shown}) {p.field}"
+
+
+def _frame_struct(fn: ThreadedFunction) -> list[tuple[str, int | None]]:
+    """The activation frame's fields, each with the working offset of the declaration
+    it comes from (emit gives each its .tc line, so cc's diagnostics about a field
+    point at the declaration)."""
+    lines: list[tuple[str, int | None]] = [("    ETC_FRAME_HEADER", None)]
     if fn.slots_decl is not None:
-        lines.append(f"    etc_slot _slots[{fn.nslots_text}];")
-    lines.append("    etc_ret _ret;")
+        size = fn.slots_decl.child_by_field_name("size")
+        shown = f" /* SYNC_SLOTS[{text(size)}] */" if size is not None and \
+            text(size) != str(fn.nslots) else ""
+        lines.append((f"    etc_slot _slots[{fn.nslots}];{shown}", fn.slots_decl.start_byte))
+    lines.append(("    etc_ret _ret;", None))
     for p in fn.params:
-        if p.field == p.name:
-            lines.append(f"    {text(p.declaration)};")
-        else:
-            prefix = _prefix(p.declaration, strip_const=False)
-            lines.append(f"    {prefix} {_declarator_text(p)};")
+        lines.append((f"    {_param_field(p)};", p.declaration.start_byte))
     for group in _groups(fn.locals):
-        plain = group[0].declarator.type in ("identifier", "array_declarator")
-        prefix = _prefix(group[0].declaration, strip_const=plain)
         decls = ", ".join(_declarator_text(loc) for loc in group)
-        lines.append(f"    {prefix} {decls};")
-    body = "\n".join(lines)
-    return f"typedef struct _{fn.name}_F {{\n{body}\n}} _{fn.name}_F;\n"
+        lines.append((f"    {_prefix(group[0].declaration)} {decls};",
+                      group[0].declaration.start_byte))
+    return lines
 
 
 def _static(model: Model, fn: ThreadedFunction, group: list[Local]) -> str:
-    prefix = _prefix(group[0].declaration, strip_const=False)
+    prefix = _prefix(group[0].declaration)
     parts = []
     for loc in group:
         d = _declarator_text(loc)
         if loc.init is not None:
-            d += " = " + _Renderer(model, fn, "0", loc.init).render(loc.init)
+            marks = _marks(model, fn, loc.init, frozenset())
+            d += " = " + _Renderer(model, fn, "0", marks).render(loc.init)
         parts.append(d)
     return f"static {prefix} {', '.join(parts)};\n"
 
 
-def _prologue(fn: ThreadedFunction, entry: str) -> str:
+def _copy(target: str, value: str, assignable: bool) -> str:
+    """`target = value` as an expression, also where target is (or holds) const:
+    then the value is built in a temporary of the target's type and copied."""
+    if assignable:
+        return f"{target} = {value}"
+    return (f"({{ __typeof__({target}) _etc_t = {value}; "
+            f"__builtin_memcpy((void *)&{target}, &_etc_t, sizeof _etc_t); }})")
+
+
+def _prologue(model: Model, fn: ThreadedFunction, entry: str) -> str:
     name = fn.name
     if entry != "0":
         goto = f"THREAD_{entry}" if not entry.startswith("C") else f"_etc_{entry}"
         return (f"    _{name}_F *_fp = (_{name}_F *)_etc_v;\n"
                 f"    goto {goto};\n")
-    copies = "".join(f"    _fp->{p.field} = _pp->{p.name};\n" for p in fn.params)
+    fields = model.signatures[name].fields
+    copies = ""
+    for p, f in zip(fn.params, fields, strict=False):
+        assignable = p.param.assignable if p.param is not None else True
+        if assignable:
+            copies += f"    _fp->{p.field} = _pp->{f.name};\n"
+        else:
+            copies += (f"    __builtin_memcpy((void *)&_fp->{p.field}, &_pp->{f.name}, "
+                       f"sizeof _fp->{p.field});\n")
     return (f"    _{name}_P *_pp = (_{name}_P *)_etc_vpp;\n"
             f"    _{name}_F *_fp = (_{name}_F *)etc_frame_alloc(sizeof *_fp);\n"
-            f"    etc_frame_check_init(_fp, \"{name}\", {fn.nslots_text or 0});\n"
+            f"    etc_frame_check_init(_fp, \"{name}\", {fn.nslots or 0});\n"
             f"    etc_fn_enter(&{descriptor_name(name)});\n"
             f"    _fp->_ret = _pp->_ret;\n{copies}"
             f"    etc_param_free(_pp, sizeof *_pp);\n")
 
 
-def _user_main(fn: ThreadedFunction) -> str:
+def _user_main(model: Model, fn: ThreadedFunction) -> str:
     sets = ""
-    if len(fn.params) == 2:
-        sets = (f"    _etc_pp->{fn.params[0].name} = argc;\n"
-                f"    _etc_pp->{fn.params[1].name} = argv;\n")
+    fields = model.signatures[fn.name].fields
+    if len(fields) == 2:
+        sets = (f"    _etc_pp->{fields[0].name} = argc;\n"
+                f"    _etc_pp->{fields[1].name} = argv;\n")
     return ("/* The runtime calls this on node 0 to start THREADED MAIN. */\n"
             "void etc_user_main(int argc, char **argv)\n{\n"
             "    _MAIN_P *_etc_pp = (_MAIN_P *)etc_param_alloc(sizeof *_etc_pp);\n"
-            "    _etc_pp->_ret = (etc_ret){0, 0};\n"
+            "    _etc_pp->_ret = ETC_STARTED(0, 0, NULL, NULL);\n"
             f"{sets}"
             "    (void)argc;\n    (void)argv;\n"
             "    etc_invoke(0, _MAIN_0, _etc_pp, sizeof *_etc_pp);\n}\n")
 
 
+@dataclass(frozen=True)
+class _Marks:
+    """What a function's renderers share (computed once per function)."""
+
+    points: list[int]  # start bytes of the nodes that may need rewriting, sorted
+    indexed: frozenset[tuple[int, int]]  # operands of [] and unary * (ranges)
+
+
+def _marks(model: Model, fn: ThreadedFunction | None, scope: Node,
+           hoisted: frozenset[int]) -> _Marks:
+    """Where under `scope` something may need rewriting (once per function: every
+    entry's renderer shares it)."""
+    marks = set()
+    indexed = set()
+    facts = model.facts
+    for node in walk(scope):
+        # a decaying GLOBAL array indexed or dereferenced is an access, not an address
+        if node.type == "subscript_expression" or (
+                node.type == "pointer_expression" and
+                text(node.child_by_field_name("operator")) == "*"):  # type: ignore[arg-type]
+            arg = node.child_by_field_name("argument")
+            if arg is not None:
+                indexed.add((arg.start_byte, arg.end_byte))
+        t = node.type
+        special = False
+        span = (node.start_byte, node.end_byte)
+        if fn is not None and (node.start_byte in hoisted or node.start_byte in fn.refs or
+                               t in ("declaration", "thread_label", "sync_slots_declaration")):
+            special = True
+        elif t == "identifier":
+            special = text(node) in VALUE_PRIMITIVES
+        elif t == "call_expression":
+            special = call_name(node) in CALL_PRIMITIVES
+        if t in ("pointer_expression", "subscript_expression", "field_expression"):
+            special = special or _global_operand(model, node) is not None or \
+                span in facts.global_decays
+        elif t == "parenthesized_expression" and span in facts.global_decays:
+            special = True
+        if special:
+            marks.add(node.start_byte)
+    return _Marks(sorted(marks), frozenset(indexed))
+
+
 class _Renderer:
-    """Renders a subtree with every Threaded-C construct lowered, for one entry point."""
+    """Renders a subtree with every Threaded-C construct lowered, for one entry point.
+
+    `marks` (from `_marks`, once per function) say where something may need
+    rewriting; a subtree holding no mark, and no item this entry drops, is copied byte
+    for byte."""
 
     def __init__(self, model: Model, fn: ThreadedFunction | None, entry: str | None,
-                 scope: Node, hoisted: frozenset[int] = frozenset()) -> None:
+                 marks: _Marks, hoisted: frozenset[int] = frozenset(),
+                 reached: Reach | None = None, scope: Node | None = None) -> None:
         self.model = model
         self.fn = fn
         self.entry = entry
-        self.fname = fn.name if fn is not None else _plain_name(scope)
+        self.fname = fn.name if fn is not None else _plain_name(scope) if scope else "?"
         self.call_index = {c.start_byte: i + 1 for i, c in enumerate(fn.calls)} if fn else {}
-        self.hoisted = hoisted  # where the types hoisted_types() moves to file scope start
-        marks = set()
-        for node in walk(scope):
-            if self._maybe_special(node):
-                marks.add(node.start_byte)
-        self._marks = sorted(marks)
-        self.interesting = bool(marks)
-
-    def _maybe_special(self, node: Node) -> bool:
-        t = node.type
-        if self.fn is not None:
-            if self._is_hoisted(node):
-                return True
-            if t == "identifier" and (node.start_byte in self.fn.refs or
-                                      node.text in (b"NUM_NODES", b"NODE_ID")):
-                return True
-            if t in ("declaration", "thread_label", "sync_slots_declaration"):
-                return True
-        elif t == "identifier" and node.text in (b"NUM_NODES", b"NODE_ID"):
-            return True
-        if t == "call_expression" and call_name(node) in PRIMITIVES:
-            return True
-        if t in ("pointer_expression", "subscript_expression", "field_expression"):
-            return self._global_operand(node) is not None
-        return False
+        self.hoisted = hoisted  # where the types hoisted_items() moves to file scope start
+        self._marks = marks.points
+        self._indexed = marks.indexed
+        self.data = model.working.data
+        self._dropped: frozenset[int] = frozenset()
+        self._dropped_at: list[int] = []
+        if reached is not None and entry is not None:
+            self._dropped = reached.dropped[entry]
+            self._dropped_at = reached.dropped_starts[entry]
 
     def _has_marks(self, node: Node) -> bool:
-        i = bisect.bisect_left(self._marks, node.start_byte)
-        return i < len(self._marks) and self._marks[i] < node.end_byte
+        for points in (self._marks, self._dropped_at):
+            i = bisect.bisect_left(points, node.start_byte)
+            if i < len(points) and points[i] < node.end_byte:
+                return True
+        return False
 
     # -- generic
 
-    def render(self, node: Node, dead: bool = False) -> str:
-        if not self._has_marks(node) and not dead:
-            return text(node)
-        special = self._special(node) if not dead else None
-        if special is not None:
-            return special
-        return self._children(node, dead)
-
-    def _children(self, node: Node, dead_in: bool = False) -> str:
-        data = node.text or b""
-        base = node.start_byte
+    def render(self, node: Node, parent: Node | None = None) -> str:
         out: list[str] = []
-        pos = 0
-        block = self.fn is not None and node.type == "compound_statement"
-        prunable = block or (self.fn is not None and node.type in _PREPROC_BLOCKS)
-        # Code is dead after a thread boundary, until a label makes it reachable again,
-        # and before this entry's own label unless a loop can come back to it.
-        # A preprocessor conditional inherits the state of the block around it.
-        if block:
-            dead = self.entry != "0" and self._holds_entry(node) and not self._in_loop(node)
-        else:
-            dead = prunable and dead_in
-        # a conditional's own condition or macro name is not one of its items
-        header = {node.child_by_field_name("condition"), node.child_by_field_name("name")}
-        for c in node.children:
-            out.append(data[pos:c.start_byte - base].decode("utf-8", errors="replace"))
-            item = prunable and c.is_named and c.type != "comment" and c not in header
-            if item and dead and not self._reachable_inside(c):
-                out.append(self._dead(c))
-            else:
-                out.append(self.render(c))
-                if item:
-                    dead = self._ends_thread(c)
-            pos = c.end_byte - base
-        out.append(data[pos:].decode("utf-8", errors="replace"))
+        self._render_into(node, parent, out)
         return "".join(out)
 
-    def _dead(self, item: Node) -> str:
-        """An item this thread's function can never reach. Code goes (its line breaks
-        stay, so #line stays true); what only declares names stays, because later
-        code may use them: typedefs, struct/enum definitions, extern declarations,
-        prototypes and preprocessor directives (whose conditionals are walked)."""
-        t = item.type
-        if t in _PREPROC_BLOCKS:
-            return self.render(item, dead=True)
-        if t in ("type_definition", "preproc_def", "preproc_function_def", "preproc_call",
-                 "preproc_include", *_TAG_SPECIFIERS) or \
-                (t == "declaration" and self._declares_no_local(item)):
-            return self.render(item)
-        return _line_breaks(item)
+    def _render_into(self, node: Node, parent: Node | None, out: list[str]) -> None:
+        """Appends the pieces (one list for the whole walk: joining at every level
+        would copy deep code once per level)."""
+        if not self._has_marks(node):
+            out.append(copied(node.start_byte, node.end_byte, text(node)))
+            return
+        special = self._special(node, parent)
+        if special is not None:
+            out.append(generated(node.start_byte))
+            out.append(special)
+            return
+        self._children_into(node, out)
+
+    def _children_into(self, node: Node, out: list[str]) -> None:
+        # slices of the whole text (_gap): node.text would copy the subtree again
+        pos = node.start_byte
+        for c in node.children:
+            out.append(self._gap(pos, c.start_byte))
+            if c.id in self._dropped:
+                out.append(_line_breaks(c))
+            else:
+                self._render_into(c, node, out)
+            pos = c.end_byte
+        out.append(self._gap(pos, node.end_byte))
+
+    def _children(self, node: Node) -> str:
+        out: list[str] = []
+        self._children_into(node, out)
+        return "".join(out)
+
+    def _gap(self, start: int, end: int) -> str:
+        if start >= end:
+            return ""
+        return copied(start, end, self.data[start:end].decode("utf-8", errors="replace"))
 
     def _is_hoisted(self, node: Node) -> bool:
         return node.start_byte in self.hoisted and (node.type == "type_definition" or
-                                                    node.type in _TAG_SPECIFIERS)
+                                                    node.type in TAG_SPECIFIERS)
 
-    def _declares_no_local(self, decl: Node) -> bool:
-        assert self.fn is not None
-        return not any(loc.declaration == decl for loc in self.fn.locals + self.fn.statics)
-
-    def _ends_thread(self, item: Node) -> bool:
-        """Does this block item unconditionally leave the current C function?"""
-        if item.type == "thread_label":
-            return str(label_number(item)) != self.entry
-        if item.type != "expression_statement":
-            return False
-        expr = next((c for c in item.named_children if c.type != "comment"), None)
-        name = call_name(expr) if expr is not None and expr.type == "call_expression" else None
-        if name in ("END_THREAD", "END_FUNCTION", "RETURN", "INVOKE", "TOKEN"):
-            return name not in ("INVOKE", "TOKEN")
-        if name == "CALL" and expr is not None:
-            return self.entry != f"C{self.call_index.get(expr.start_byte)}"
-        return False
-
-    def _holds_entry(self, item: Node) -> bool:
-        for n in walk(item):
-            if n.type == "thread_label" and str(label_number(n)) == self.entry:
-                return True
-            if n.type == "call_expression" and call_name(n) == "CALL" and \
-                    self.entry == f"C{self.call_index.get(n.start_byte)}":
-                return True
-        return False
-
-    def _in_loop(self, node: Node) -> bool:
-        assert self.fn is not None
-        p: Node | None = node
-        while p is not None and p != self.fn.body:
-            if p.type in ("while_statement", "for_statement", "do_statement"):
-                return True
-            p = p.parent
-        return False
-
-    def _reachable_inside(self, item: Node) -> bool:
-        """Can control enter this item by a jump (this entry's label, a C label, a case)?"""
-        for n in walk(item):
-            t = n.type
-            if t in ("labeled_statement", "case_statement"):
-                return True
-            if t == "thread_label" and str(label_number(n)) == self.entry:
-                return True
-            if t == "call_expression" and call_name(n) == "CALL" and \
-                    self.entry == f"C{self.call_index.get(n.start_byte)}":
-                return True
-        return False
-
-    def _special(self, node: Node) -> str | None:
+    def _special(self, node: Node, parent: Node | None) -> str | None:
         t = node.type
         fn = self.fn
         if self._is_hoisted(node):
@@ -419,163 +472,163 @@ class _Renderer:
         if t == "identifier":
             if fn is not None and node.start_byte in fn.refs:
                 loc = fn.refs[node.start_byte]
+                if loc.in_block:
+                    return None
                 return loc.field if loc.is_static else f"_fp->{loc.field}"
-            return _VALUES.get(text(node))
+            prim = PRIMITIVES.get(text(node))
+            return prim.lowering if prim is not None and prim.kind is Kind.VALUE else None
         if t == "call_expression":
             return self._call(node)
         if t == "expression_statement" and fn is not None:
             return self._statement(node)
         if t == "declaration" and fn is not None:
-            return self._declaration(node)
+            return self._declaration(node, parent)
         if t == "thread_label" and fn is not None:
             n = str(label_number(node))
             return f"return; THREAD_{n}: ;" if n == self.entry else "return;"
         if t == "sync_slots_declaration":
             return ";"
-        if t in ("pointer_expression", "subscript_expression", "field_expression"):
-            return self._deref(node)
+        if t in ("pointer_expression", "subscript_expression", "field_expression",
+                 "parenthesized_expression"):
+            return self._global(node)
         return None
 
     # -- GLOBAL pointers
 
-    def _is_global(self, node: Node | None) -> bool:
-        return node is not None and (node.start_byte, node.end_byte) in self.model.global_exprs
-
-    def _global_operand(self, node: Node) -> Node | None:
-        """The GLOBAL pointer operand that `node` dereferences, if any."""
-        t = node.type
-        if t == "pointer_expression":
-            op = node.child_by_field_name("operator")
-            arg = node.child_by_field_name("argument")
-            if op is not None and op.type == "*" and self._is_global(arg):
-                return arg
-            if op is not None and op.type == "&" and arg is not None and \
-                    self._global_operand(arg) is not None:
-                return arg  # &*p, &p[i], &p->f: address arithmetic, no access
-        elif t == "subscript_expression":
-            for f in ("argument", "index"):
-                sub = node.child_by_field_name(f)
-                if self._is_global(sub):
-                    return sub
-        elif t == "field_expression":
-            op = node.child_by_field_name("operator")
-            arg = node.child_by_field_name("argument")
-            if op is not None and op.type == "->" and self._is_global(arg):
-                return arg
-        return None
-
-    def _deref(self, node: Node) -> str | None:
-        operand = self._global_operand(node)
+    def _global(self, node: Node) -> str | None:
+        model = self.model
+        span = (node.start_byte, node.end_byte)
+        if span in model.facts.global_decays and span not in self._indexed:
+            addr = self._address(node, "[0]")  # p->arr used as a value: &p->arr[0]
+            if addr is not None:
+                return addr
+        if node.type == "parenthesized_expression":
+            return None
+        operand = _global_operand(model, node)
         if operand is None:
             return None
-        t = node.type
-        if t == "pointer_expression" and text(node.child_by_field_name("operator")) == "&":
-            return self._address_of(operand)  # type: ignore[arg-type]
+        if node.type == "pointer_expression" and \
+                text(node.child_by_field_name("operator")) == "&":  # type: ignore[arg-type]
+            addr = self._address(operand, "")
+            if addr is not None:
+                return addr
         wrapped = f'ETC_DEREF({self.render(operand)}, "{self.fname}", __FILE__, __LINE__)'
-        if t == "pointer_expression":
+        if node.type == "pointer_expression":
             return f"*{wrapped}"
         return self._children_with(node, operand, wrapped)
 
-    def _address_of(self, target: Node) -> str:
-        """&*p, &p[i], &p->f on a GLOBAL p: a GLOBAL pointer, computed without access."""
-        t = target.type
-        g = self._global_operand(target)
-        assert g is not None
-        p = self.render(g)
-        if t == "pointer_expression":
-            return f"({p})"
-        if t == "subscript_expression":
-            other = target.child_by_field_name("index" if g == target.child_by_field_name(
-                "argument") else "argument")
-            return f"(({p}) + ({self.render(other)}))"  # type: ignore[arg-type]
-        member = text(target.child_by_field_name("field"))  # type: ignore[arg-type]
-        return (f"((__typeof__(&({p})->{member}))((char *)({p}) + "
-                f"__builtin_offsetof(__typeof__(*({p})), {member})))")
+    def _address(self, target: Node, tail: str) -> str | None:
+        """The address of the object `target` designates, reached through a GLOBAL
+        pointer, computed without access and kept on the pointer's node: &*p is p,
+        &p[i] is p + i, &p->a.b[i] is p plus the offset of a.b[i]."""
+        model = self.model
+        designator = tail
+        node = target
+        while True:
+            while node.type == "parenthesized_expression":
+                inner = [c for c in node.named_children if c.type != "comment"]
+                if len(inner) != 1:
+                    return None
+                node = inner[0]
+            t = node.type
+            if t == "field_expression":
+                arg = node.child_by_field_name("argument")
+                op = node.child_by_field_name("operator")
+                member = node.child_by_field_name("field")
+                if arg is None or op is None or member is None:
+                    return None
+                designator = f"{text(member)}{designator}"
+                if op.type == "->":
+                    base = arg
+                    break
+                designator = f".{designator}"
+                node = arg
+            elif t == "subscript_expression":
+                arg = node.child_by_field_name("argument")
+                index = node.child_by_field_name("index")
+                if arg is None or index is None:
+                    return None
+                if (arg.start_byte, arg.end_byte) in model.facts.arrays:
+                    designator = f"[{self.render(index)}]{designator}"
+                    node = arg
+                    continue
+                pointer, other = (arg, index) if _is_global(model, arg) else (index, arg)
+                if not _is_global(model, pointer):
+                    return None
+                base_text = f"({self.render(pointer)}) + ({self.render(other)})"
+                return self._gaddr(base_text, designator)
+            elif t == "pointer_expression":
+                op = node.child_by_field_name("operator")
+                arg = node.child_by_field_name("argument")
+                if op is None or op.type != "*" or arg is None:
+                    return None
+                base = arg
+                break
+            else:
+                return None
+        if not _is_global(model, base):
+            return None
+        return self._gaddr(self.render(base), designator)
+
+    @staticmethod
+    def _gaddr(base: str, designator: str) -> str:
+        designator = designator.lstrip(".")
+        if not designator:
+            return f"({base})"
+        return f"ETC_GADDR({base}, {designator})"
 
     def _children_with(self, node: Node, child: Node, replacement: str) -> str:
-        data = node.text or b""
-        base = node.start_byte
         out: list[str] = []
-        pos = 0
+        pos = node.start_byte
         for c in node.children:
-            out.append(data[pos:c.start_byte - base].decode("utf-8", errors="replace"))
-            out.append(replacement if c == child else self.render(c))
-            pos = c.end_byte - base
-        out.append(data[pos:].decode("utf-8", errors="replace"))
+            out.append(self._gap(pos, c.start_byte))
+            out.append(generated(c.start_byte) + replacement if c == child
+                       else self.render(c, node))
+            pos = c.end_byte
+        out.append(self._gap(pos, node.end_byte))
         return "".join(out)
 
     # -- primitives
 
-    def _slot(self, arg: Node) -> str:
+    def constant(self, arg: Node, k: int, call: Node) -> int | None:
+        facts = self.model.facts.calls.get(call.start_byte)
+        if facts is None or k >= len(facts.args) or facts.args[k].constant != "int":
+            return None
+        return facts.args[k].value
+
+    def slot(self, call: Node, k: int) -> str:
         fn = self.fn
         assert fn is not None
-        if const_int(arg) is not None:
-            return f"&_fp->_slots[{text(arg)}]"
-        return (f'ETC_SLOT(_fp, ({self.render(arg)}), {fn.nslots_text}, "{fn.name}", '
+        arg = call_args(call)[k]
+        if self.constant(arg, k, call) is not None:
+            return f"&_fp->_slots[{self.render(arg)}]"
+        return (f'ETC_SLOT(_fp, ({self.render(arg)}), {fn.nslots}, "{fn.name}", '
                 "__FILE__, __LINE__)")
 
-    def _thread(self, arg: Node) -> str:
-        return f"_{self.fname}_{const_int(arg)}"
+    def thread(self, call: Node, k: int) -> str:
+        arg = call_args(call)[k]
+        return f"_{self.fname}_{self.constant(arg, k, call)}"
 
     def _call(self, node: Node) -> str | None:
-        name = call_name(node) or ""
-        prim = PRIMITIVES.get(name)
-        if prim is None:
-            return None
-        args = call_args(node)
-        r = [self.render(a) for a in args]
-        if name in _ANYWHERE:
-            return f"{_ANYWHERE[name]}({', '.join(r)})"
-        if self.fn is None or prim.kind in (Kind.CONTROL, Kind.START):
-            return None  # reported by analyse / lowered as a statement
-        if name == "INIT_SYNC":
-            return (f"etc_init_sync({self._slot(args[0])}, {r[1]}, {r[2]}, "
-                    f"{self._thread(args[3])}, _fp)")
-        if name == "SYNC":
-            return f"etc_sync({self._slot(args[0])})"
-        if name == "INCR_SYNC":
-            return f"etc_incr_sync({self._slot(args[0])}, {r[1]})"
-        if name == "SPAWN":
-            return f"etc_spawn({self._thread(args[0])}, _fp)"
-        if name == "RSYNC":
-            return f"etc_rsync({r[0]})"
-        if name == "INCR_RSYNC":
-            return f"etc_incr_rsync({r[0]}, {r[1]})"
-        if name == "RSPAWN":
-            return f"etc_rspawn({r[0]}, (etc_thread)({r[1]}))"
-        if name == "SLOT_ADR":
-            return f"ETC_TO_GLOBAL({self._slot(args[0])})"
-        if name == "FRAME_ADR":
-            return "ETC_TO_GLOBAL((void *)_fp)"
-        if name == "IP_ADR":
-            return f"((void *){self._thread(args[0])})"
-        # data transfer
-        local_slot = prim.slot_arg is not None
-        slot = f"ETC_TO_GLOBAL({self._slot(args[-1])})" if local_slot else r[-1]
-        if name.startswith("DATA_"):
-            value = f"(void *)({r[0]})" if name.endswith("_G") else r[0]
-            return f"{prim.runtime}({value}, (void *)({r[1]}), {slot})"
-        if name.startswith("GET_"):
-            return f"{prim.runtime}((void *)({r[0]}), (void *)({r[1]}), {slot})"
-        return f"{prim.runtime}((void *)({r[0]}), (void *)({r[1]}), ({r[2]}), {slot})"
+        prim = CALL_PRIMITIVES.get(call_name(node) or "")
+        if prim is None or prim.kind in (Kind.CONTROL, Kind.START):
+            return None  # lowered as a statement
+        if self.fn is None and prim.kind is not Kind.ANYWHERE:
+            return None  # reported by analyse
+        assert prim.lowering is not None
+        return prim.lowering.format_map(_Fields(self, node))
 
     def _statement(self, node: Node) -> str | None:
         expr = next((c for c in node.named_children if c.type != "comment"), None)
         if expr is None or expr.type != "call_expression":
             return None
-        name = call_name(expr) or ""
-        prim = PRIMITIVES.get(name)
+        prim = CALL_PRIMITIVES.get(call_name(expr) or "")
         if prim is None or prim.kind not in (Kind.CONTROL, Kind.START):
             return None
-        if name == "END_THREAD":
-            return "return;"
-        leave = f"etc_fn_leave(&{descriptor_name(self.fname)});"
-        if name == "END_FUNCTION":
-            return f"{{ {leave} etc_frame_free(_fp, sizeof *_fp); return; }}"
-        if name == "RETURN":
-            return (f"{{ etc_ret _etc_r = _fp->_ret; {leave} etc_frame_free(_fp, sizeof *_fp); "
-                    "etc_return(_etc_r); return; }")
-        return self._start(name, expr)
+        if prim.kind is Kind.CONTROL:
+            assert prim.lowering is not None
+            return prim.lowering.format_map(_Fields(self, expr))
+        return self._start(prim.name, expr)
 
     def _start(self, name: str, call: Node) -> str:
         fn = self.fn
@@ -584,54 +637,160 @@ class _Renderer:
         fidx = 1 if name == "INVOKE" else 0
         callee = text(args[fidx])
         sig = self.model.signatures[callee]
-        sets = "".join(f" _etc_pp->{p} = {self.render(a)};"
-                       for (p, _), a in zip(sig.params, args[fidx + 1:], strict=False))
+        sets = ""
+        for k, (f, a) in enumerate(zip(sig.fields, args[fidx + 1:], strict=False)):
+            target = f"_etc_pp->{f.name}"
+            value = self.render(a)
+            if (call.start_byte, fidx + 1 + k) in self.model.warned_args:
+                value = f"(__typeof__({target}))({value})"  # etcpre said it already
+            sets += f" {_copy(target, value, f.assignable)};"
         head = (f"{{ _{callee}_P *_etc_pp = (_{callee}_P *)etc_param_alloc(sizeof *_etc_pp);")
         size = "sizeof *_etc_pp"
         if name == "INVOKE":
-            return (f"{head} _etc_pp->_ret = (etc_ret){{0, 0}};{sets} "
+            return (f'{head} _etc_pp->_ret = ETC_STARTED(0, 0, "{fn.name}", "INVOKE");{sets} '
                     f"etc_invoke({self.render(args[0])}, _{callee}_0, _etc_pp, {size}); }}")
         if name == "TOKEN":
-            return (f"{head} _etc_pp->_ret = (etc_ret){{0, 0}};{sets} "
+            return (f'{head} _etc_pp->_ret = ETC_STARTED(0, 0, "{fn.name}", "TOKEN");{sets} '
                     f"etc_token(_{callee}_0, _etc_pp, {size}); }}")
         k = self.call_index[call.start_byte]
         label = f" _etc_C{k}: ;" if self.entry == f"C{k}" else ""
         # one statement, so that `if (c) CALL(f);` stays correct; the continuation
         # function enters at the label right after the return
-        return (f"{head} _etc_pp->_ret = (etc_ret){{_{fn.name}_C{k}, _fp}};{sets} "
-                f"etc_call(_{callee}_0, _etc_pp); return;{label} }}")
+        return (f"{head} _etc_pp->_ret = ETC_STARTED(_{fn.name}_C{k}, _fp, \"{fn.name}\", "
+                f'"CALL");{sets} etc_call(_{callee}_0, _etc_pp); return;{label} }}')
 
-    # -- declarations become assignments to frame fields
+    # -- declarations become initialisations of frame fields
 
-    def _declaration(self, node: Node) -> str | None:
+    def _declaration(self, node: Node, parent: Node | None) -> str | None:
         fn = self.fn
         assert fn is not None
-        locals_ = [loc for loc in fn.locals + fn.statics if loc.declaration == node]
+        locals_ = [loc for loc in fn.locals + fn.statics + fn.block_locals
+                   if loc.declaration == node]
         if not locals_:
             return None  # extern, prototype: kept as written
-        in_for = node.parent is not None and node.parent.type == "for_statement"
-        parts = []
+        if any(loc.in_block for loc in locals_):
+            return self._children(node)  # stays a C declaration of its block
+        in_for = parent is not None and parent.type == "for_statement"
+        parts: list[str] = []
         for loc in locals_:
-            if loc.init is None or loc.is_static:
-                continue
-            init = self.render(loc.init)
-            target = f"_fp->{loc.field}"
-            aggregate = loc.init.type == "initializer_list" or (
-                loc.init.type in ("string_literal", "concatenated_string") and
-                loc.declarator.type == "array_declarator")
-            if aggregate:
-                parts.append(f"{{ __typeof__({target}) _etc_init = {init}; "
-                             f"__builtin_memcpy(&{target}, &_etc_init, sizeof _etc_init); }}")
-            else:
-                parts.append(f"{target} = {init};" if not in_for else f"{target} = {init}")
+            if loc.init is not None and not loc.is_static:
+                parts += self._initialise(loc)
         if in_for:
             return ", ".join(parts) + ";"
-        return " ".join(parts) if parts else ";"
+        return " ".join(f"{p};" for p in parts) if parts else ";"
+
+    def _initialise(self, loc: Local) -> list[str]:
+        """Expressions that initialise loc's frame field in place."""
+        assert loc.init is not None
+        target = f"_fp->{loc.field}"
+        var = loc.var
+        assignable = var.assignable if var is not None else True
+        init = loc.init
+        if init.type == "initializer_list":
+            if var is not None and var.stores is not None and assignable:
+                out = [f"__builtin_memset(&{target}, 0, sizeof {target})"] \
+                    if var.zero_first else []
+                return out + [self._store(target, s, init) for s in var.stores]
+            return [_copy(target, self.render(init), False)]
+        if init.type in ("string_literal", "concatenated_string") and \
+                loc.declarator.type == "array_declarator":
+            if assignable:
+                return [self._string(target, init)]
+            return [_copy(target, self.render(init), False)]
+        return [_copy(target, self.render(init), assignable)]
+
+    def _store(self, target: str, store: Store, init: Node) -> str:
+        node = init.descendant_for_byte_range(store.start, store.end)
+        while node is not None and (node.start_byte, node.end_byte) != (store.start,
+                                                                         store.end):
+            node = node.parent
+        assert node is not None
+        if store.string:
+            return self._string(f"{target}{store.path}", node)
+        return f"{target}{store.path} = {self.render(node)}"
+
+    def _string(self, target: str, literal: Node) -> str:
+        """A char array from a string literal: the characters, then zeros (C11 6.7.9p14)."""
+        lit = self.render(literal)
+        if not re.search(r"\\(0|x0*(?![0-9a-fA-F]))", lit) and not re.match(r"\s*[LuU]", lit):
+            return f"__builtin_strncpy({target}, {lit}, sizeof {target})"
+        return (f"__builtin_memset({target}, 0, sizeof {target}), "
+                f"__builtin_memcpy({target}, {lit}, sizeof {lit} < sizeof {target} ? "
+                f"sizeof {lit} : sizeof {target})")
+
+
+class _Fields:
+    """The fields of a lowering template (see primitives.py), computed when asked for."""
+
+    def __init__(self, renderer: _Renderer, call: Node) -> None:
+        self.renderer = renderer
+        self.call = call
+
+    def __getitem__(self, key: str) -> str:
+        r = self.renderer
+        if key == "fname":
+            return r.fname
+        if key == "descriptor":
+            return descriptor_name(r.fname)
+        m = re.fullmatch(r"(gslot|slot|thread|a)(\d+)", key)
+        if m is None:
+            raise KeyError(key)
+        kind, k = m.group(1), int(m.group(2))
+        if kind == "gslot":
+            return f"ETC_TO_GLOBAL({r.slot(self.call, k)})"
+        if kind == "slot":
+            return r.slot(self.call, k)
+        if kind == "thread":
+            return r.thread(self.call, k)
+        return r.render(call_args(self.call)[k])
+
+
+def _is_global(model: Model, node: Node | None) -> bool:
+    return node is not None and (node.start_byte, node.end_byte) in model.global_exprs
+
+
+def _global_operand(model: Model, node: Node) -> Node | None:
+    """The GLOBAL pointer operand that `node` dereferences (or whose address it takes
+    through a dereference), if any."""
+    t = node.type
+    if t == "pointer_expression":
+        op = node.child_by_field_name("operator")
+        arg = node.child_by_field_name("argument")
+        if op is not None and op.type == "*" and _is_global(model, arg):
+            return arg
+        if op is not None and op.type == "&" and arg is not None and \
+                _is_global(model, node) and _reaches_global(model, arg):
+            return arg  # &p->a.b[i]: address arithmetic on p, no access
+    elif t == "subscript_expression":
+        for f in ("argument", "index"):
+            sub = node.child_by_field_name(f)
+            if _is_global(model, sub) and (sub.start_byte, sub.end_byte) not in \
+                    model.facts.global_decays:  # p->arr[i]: the access is p's
+                return sub
+    elif t == "field_expression":
+        op = node.child_by_field_name("operator")
+        arg = node.child_by_field_name("argument")
+        if op is not None and op.type == "->" and _is_global(model, arg):
+            return arg
+    return None
+
+
+def _reaches_global(model: Model, node: Node) -> bool:
+    """Is `node` an lvalue reached by dereferencing a GLOBAL pointer?"""
+    while node.type in ("parenthesized_expression", "field_expression",
+                        "subscript_expression", "pointer_expression"):
+        if _global_operand(model, node) is not None:
+            return True
+        inner = node.child_by_field_name("argument") if node.type != \
+            "parenthesized_expression" else next(
+                (c for c in node.named_children if c.type != "comment"), None)
+        if inner is None:
+            return False
+        node = inner
+    return False
 
 
 def _plain_name(node: Node) -> str:
-    from etcpre.passes.syntax import declarator_identifier  # noqa: PLC0415
-
     d = node.child_by_field_name("declarator")
     ident = declarator_identifier(d) if d is not None else None
     return text(ident) if ident is not None else "?"

@@ -13,7 +13,7 @@ import tree_sitter
 import tree_sitter_threaded_c
 
 from etcpre.diagnostics import DiagnosticSink
-from etcpre.source import SourceFile
+from etcpre.passes.text import WorkingText
 
 
 def language() -> tree_sitter.Language:
@@ -22,7 +22,7 @@ def language() -> tree_sitter.Language:
 
 @dataclass(frozen=True)
 class ParseResult:
-    source: SourceFile
+    working: WorkingText
     tree: tree_sitter.Tree
 
     @property
@@ -30,17 +30,24 @@ class ParseResult:
         return self.tree.root_node
 
 
-def parse(source: SourceFile, sink: DiagnosticSink) -> ParseResult:
-    parser = tree_sitter.Parser(language())
-    tree = parser.parse(source.data)
-    for node in _error_nodes(tree.root_node):
+def tree(working: WorkingText) -> tree_sitter.Tree:
+    """The syntax tree, without reporting (the translator parses again after each
+    round of macro expansion; only the last parse reports)."""
+    return tree_sitter.Parser(language()).parse(working.data)
+
+
+def parse(working: WorkingText, sink: DiagnosticSink,
+          parsed: tree_sitter.Tree | None = None) -> ParseResult:
+    result = ParseResult(working, parsed if parsed is not None else tree(working))
+    data = working.data
+    for node in _error_nodes(result.root):
         offset = node.start_byte
         if node.is_missing:
             # a MISSING node has no width; point at the token that made it missing
-            while offset < len(source.data) and source.data[offset:offset + 1] in b" \t":
+            while offset < len(data) and data[offset:offset + 1] in b" \t":
                 offset += 1
-        sink.error(source, offset, _describe(source, node))
-    return ParseResult(source, tree)
+        sink.error(working.source, working.origin(offset), _describe(working, node))
+    return result
 
 
 def _error_nodes(root: tree_sitter.Node) -> Iterator[tree_sitter.Node]:
@@ -67,7 +74,7 @@ def _error_nodes(root: tree_sitter.Node) -> Iterator[tree_sitter.Node]:
                 return
 
 
-def _describe(source: SourceFile, node: tree_sitter.Node) -> str:
+def _describe(source: WorkingText, node: tree_sitter.Node) -> str:
     if node.is_missing:
         what = node.type if not node.is_named else node.type.replace("_", " ")
         return f"syntax error: expected '{what}'" if not node.is_named else (

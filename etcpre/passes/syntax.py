@@ -68,6 +68,16 @@ def walk(node: Node) -> Iterator[Node]:
         stack.extend(reversed(n.children))
 
 
+def walk_parents(node: Node) -> Iterator[tuple[Node, Node | None]]:
+    """Pre-order traversal with each node's parent (asking tree-sitter for a parent
+    walks down from the root: in deep code that is quadratic)."""
+    stack: list[tuple[Node, Node | None]] = [(node, None)]
+    while stack:
+        n, parent = stack.pop()
+        yield n, parent
+        stack.extend((c, n) for c in reversed(n.children))
+
+
 def call_name(call: Node) -> str | None:
     """The called identifier of a call_expression, or None for other callees."""
     fn = call.child_by_field_name("function")

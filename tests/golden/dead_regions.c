@@ -21,15 +21,21 @@ void _regions_0(void *_etc_vpp);
 typedef long counter;
 #line 7 "dead_regions.tc"
 struct pair { int a, b; };
+#line 11 "dead_regions.tc"
+#define TWICE(x) (2 * (x))
+/* the link checks that every file starts regions with these parameters */
+const char _etc_layout_regions_6f0b83d045 = 0;
 #line 3 "dead_regions.tc"
 typedef struct _regions_F {
     ETC_FRAME_HEADER
     etc_slot _slots[1];
     etc_ret _ret;
-    SPTR done;
-    int n;
+#line 3 "dead_regions.tc"
+    SPTR done; int n;
+#line 9 "dead_regions.tc"
     counter c;
     struct pair p;
+#line 3 "dead_regions.tc"
 } _regions_F;
 void _regions_1(void *_etc_v);
 static const etc_thread_info _etc_fn_regions_threads[] = {
@@ -66,17 +72,17 @@ void _regions_0(void *_etc_vpp)
     _fp->p.a = 1;
     _fp->p.b = 2;
     etc_init_sync(&_fp->_slots[0], 1, 1, _regions_1, _fp);
-#ifdef VERBOSE
-    _fp->c++;
-#endif
+              
+        
+      
     etc_sync(&_fp->_slots[0]);
     return;
 
-#if defined(TWICE)
+                  
     
-#else
-    
-#endif
+     
+          
+      
     
     
 }
@@ -99,19 +105,19 @@ void _regions_1(void *_etc_v)
     
     
     
-#ifdef VERBOSE
-    
-#endif
+              
+        
+      
     
     
 return; THREAD_1: ;
-#if defined(TWICE)
+                  
     _fp->c = TWICE(_fp->c) + _fp->p.a + _fp->p.b + only_declared_here;
-#else
-    _fp->c = 0;
-#endif
+     
+          
+      
     etc_data_sync_ll((long long)_fp->c, (void *)((long long *GLOBAL)0), _fp->done);
-    { etc_fn_leave(&_etc_fn_regions); etc_frame_free(_fp, sizeof *_fp); return; }
+    { ETC_CHECK_END(_fp->_ret, "regions", 0); etc_fn_leave(&_etc_fn_regions); etc_frame_free(_fp, sizeof *_fp); return; }
 }
 }
 #pragma GCC diagnostic pop

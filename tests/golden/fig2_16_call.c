@@ -21,14 +21,18 @@ typedef struct _token_fib_P {
 } _token_fib_P;
 void _token_fib_0(void *_etc_vpp);
 #endif
+/* the link checks that every file starts token_fib with these parameters */
+const char _etc_layout_token_fib_13078aab80 = 0;
+#line 6 "fig2_16_call.tc"
 typedef struct _token_fib_F {
     ETC_FRAME_HEADER
     etc_slot _slots[1];
     etc_ret _ret;
-    SPTR done;
-    int n;
-    int *GLOBAL result;
+#line 6 "fig2_16_call.tc"
+    SPTR done; int n; int *GLOBAL result;
+#line 9 "fig2_16_call.tc"
     int r1, r2;
+#line 6 "fig2_16_call.tc"
 } _token_fib_F;
 void _token_fib_1(void *_etc_v);
 static const etc_thread_info _etc_fn_token_fib_threads[] = {
@@ -60,11 +64,11 @@ void _token_fib_0(void *_etc_vpp)
 
     if (_fp->n < 2) {
         etc_data_sync_l(_fp->n, (void *)(_fp->result), _fp->done);
-        { etc_fn_leave(&_etc_fn_token_fib); etc_frame_free(_fp, sizeof *_fp); return; }
+        { ETC_CHECK_END(_fp->_ret, "token_fib", 0); etc_fn_leave(&_etc_fn_token_fib); etc_frame_free(_fp, sizeof *_fp); return; }
     }
     etc_init_sync(&_fp->_slots[0], 2, 2, _token_fib_1, _fp);
-    { _token_fib_P *_etc_pp = (_token_fib_P *)etc_param_alloc(sizeof *_etc_pp); _etc_pp->_ret = (etc_ret){0, 0}; _etc_pp->done = ETC_TO_GLOBAL(&_fp->_slots[0]); _etc_pp->n = _fp->n - 1; _etc_pp->result = ETC_TO_GLOBAL(&_fp->r1); etc_token(_token_fib_0, _etc_pp, sizeof *_etc_pp); }
-    { _token_fib_P *_etc_pp = (_token_fib_P *)etc_param_alloc(sizeof *_etc_pp); _etc_pp->_ret = (etc_ret){0, 0}; _etc_pp->done = ETC_TO_GLOBAL(&_fp->_slots[0]); _etc_pp->n = _fp->n - 2; _etc_pp->result = ETC_TO_GLOBAL(&_fp->r2); etc_token(_token_fib_0, _etc_pp, sizeof *_etc_pp); }
+    { _token_fib_P *_etc_pp = (_token_fib_P *)etc_param_alloc(sizeof *_etc_pp); _etc_pp->_ret = ETC_STARTED(0, 0, "token_fib", "TOKEN"); _etc_pp->done = ETC_TO_GLOBAL(&_fp->_slots[0]); _etc_pp->n = _fp->n - 1; _etc_pp->result = ETC_TO_GLOBAL(&_fp->r1); etc_token(_token_fib_0, _etc_pp, sizeof *_etc_pp); }
+    { _token_fib_P *_etc_pp = (_token_fib_P *)etc_param_alloc(sizeof *_etc_pp); _etc_pp->_ret = ETC_STARTED(0, 0, "token_fib", "TOKEN"); _etc_pp->done = ETC_TO_GLOBAL(&_fp->_slots[0]); _etc_pp->n = _fp->n - 2; _etc_pp->result = ETC_TO_GLOBAL(&_fp->r2); etc_token(_token_fib_0, _etc_pp, sizeof *_etc_pp); }
     return;
 
     
@@ -91,7 +95,7 @@ void _token_fib_1(void *_etc_v)
     
 return; THREAD_1: ;
     etc_data_sync_l(_fp->r1 + _fp->r2, (void *)(_fp->result), _fp->done);
-    { etc_fn_leave(&_etc_fn_token_fib); etc_frame_free(_fp, sizeof *_fp); return; }
+    { ETC_CHECK_END(_fp->_ret, "token_fib", 0); etc_fn_leave(&_etc_fn_token_fib); etc_frame_free(_fp, sizeof *_fp); return; }
 }
 }
 #pragma GCC diagnostic pop
@@ -112,13 +116,18 @@ typedef struct _call_token_fib_P {
 } _call_token_fib_P;
 void _call_token_fib_0(void *_etc_vpp);
 #endif
+/* the link checks that every file starts call_token_fib with these parameters */
+const char _etc_layout_call_token_fib_2d9a486ae1 = 0;
+#line 25 "fig2_16_call.tc"
 typedef struct _call_token_fib_F {
     ETC_FRAME_HEADER
     etc_slot _slots[1];
     etc_ret _ret;
-    int n;
-    int *GLOBAL result;
+#line 25 "fig2_16_call.tc"
+    int n; int *GLOBAL result;
+#line 28 "fig2_16_call.tc"
     int r;
+#line 25 "fig2_16_call.tc"
 } _call_token_fib_F;
 void _call_token_fib_1(void *_etc_v);
 static const etc_thread_info _etc_fn_call_token_fib_threads[] = {
@@ -148,7 +157,7 @@ void _call_token_fib_0(void *_etc_vpp)
     ;
 
     etc_init_sync(&_fp->_slots[0], 1, 1, _call_token_fib_1, _fp);
-    { _token_fib_P *_etc_pp = (_token_fib_P *)etc_param_alloc(sizeof *_etc_pp); _etc_pp->_ret = (etc_ret){0, 0}; _etc_pp->done = ETC_TO_GLOBAL(&_fp->_slots[0]); _etc_pp->n = _fp->n; _etc_pp->result = ETC_TO_GLOBAL(&_fp->r); etc_invoke(0, _token_fib_0, _etc_pp, sizeof *_etc_pp); }
+    { _token_fib_P *_etc_pp = (_token_fib_P *)etc_param_alloc(sizeof *_etc_pp); _etc_pp->_ret = ETC_STARTED(0, 0, "call_token_fib", "INVOKE"); _etc_pp->done = ETC_TO_GLOBAL(&_fp->_slots[0]); _etc_pp->n = _fp->n; _etc_pp->result = ETC_TO_GLOBAL(&_fp->r); etc_invoke(0, _token_fib_0, _etc_pp, sizeof *_etc_pp); }
     return;
 
     
@@ -170,7 +179,7 @@ void _call_token_fib_1(void *_etc_v)
     
 return; THREAD_1: ;
     *ETC_DEREF(_fp->result, "call_token_fib", __FILE__, __LINE__) = _fp->r;
-    { etc_ret _etc_r = _fp->_ret; etc_fn_leave(&_etc_fn_call_token_fib); etc_frame_free(_fp, sizeof *_fp); etc_return(_etc_r); return; }
+    { etc_ret _etc_r = _fp->_ret; ETC_CHECK_END(_etc_r, "call_token_fib", 1); etc_fn_leave(&_etc_fn_call_token_fib); etc_frame_free(_fp, sizeof *_fp); etc_return(_etc_r); return; }
 }
 }
 #pragma GCC diagnostic pop
@@ -191,12 +200,17 @@ typedef struct _call_seq_fib_P {
 } _call_seq_fib_P;
 void _call_seq_fib_0(void *_etc_vpp);
 #endif
+/* the link checks that every file starts call_seq_fib with these parameters */
+const char _etc_layout_call_seq_fib_2d9a486ae1 = 0;
+#line 39 "fig2_16_call.tc"
 typedef struct _call_seq_fib_F {
     ETC_FRAME_HEADER
     etc_ret _ret;
-    int n;
-    int *GLOBAL result;
+#line 39 "fig2_16_call.tc"
+    int n; int *GLOBAL result;
+#line 41 "fig2_16_call.tc"
     int a, b;
+#line 39 "fig2_16_call.tc"
 } _call_seq_fib_F;
 void _call_seq_fib_C1(void *_etc_v);
 void _call_seq_fib_C2(void *_etc_v);
@@ -228,9 +242,9 @@ void _call_seq_fib_0(void *_etc_vpp)
 
     if (_fp->n < 2) {
         *ETC_DEREF(_fp->result, "call_seq_fib", __FILE__, __LINE__) = _fp->n;
-        { etc_ret _etc_r = _fp->_ret; etc_fn_leave(&_etc_fn_call_seq_fib); etc_frame_free(_fp, sizeof *_fp); etc_return(_etc_r); return; }
+        { etc_ret _etc_r = _fp->_ret; ETC_CHECK_END(_etc_r, "call_seq_fib", 1); etc_fn_leave(&_etc_fn_call_seq_fib); etc_frame_free(_fp, sizeof *_fp); etc_return(_etc_r); return; }
     }
-    { _call_seq_fib_P *_etc_pp = (_call_seq_fib_P *)etc_param_alloc(sizeof *_etc_pp); _etc_pp->_ret = (etc_ret){_call_seq_fib_C1, _fp}; _etc_pp->n = _fp->n - 1; _etc_pp->result = ETC_TO_GLOBAL(&_fp->a); etc_call(_call_seq_fib_0, _etc_pp); return; }
+    { _call_seq_fib_P *_etc_pp = (_call_seq_fib_P *)etc_param_alloc(sizeof *_etc_pp); _etc_pp->_ret = ETC_STARTED(_call_seq_fib_C1, _fp, "call_seq_fib", "CALL"); _etc_pp->n = _fp->n - 1; _etc_pp->result = ETC_TO_GLOBAL(&_fp->a); etc_call(_call_seq_fib_0, _etc_pp); return; }
     
     
     
@@ -249,8 +263,8 @@ void _call_seq_fib_C1(void *_etc_v)
 
 
 
-    { _call_seq_fib_P *_etc_pp = (_call_seq_fib_P *)etc_param_alloc(sizeof *_etc_pp); _etc_pp->_ret = (etc_ret){_call_seq_fib_C1, _fp}; _etc_pp->n = _fp->n - 1; _etc_pp->result = ETC_TO_GLOBAL(&_fp->a); etc_call(_call_seq_fib_0, _etc_pp); return; _etc_C1: ; }
-    { _call_seq_fib_P *_etc_pp = (_call_seq_fib_P *)etc_param_alloc(sizeof *_etc_pp); _etc_pp->_ret = (etc_ret){_call_seq_fib_C2, _fp}; _etc_pp->n = _fp->n - 2; _etc_pp->result = ETC_TO_GLOBAL(&_fp->b); etc_call(_call_seq_fib_0, _etc_pp); return; }
+    { _call_seq_fib_P *_etc_pp = (_call_seq_fib_P *)etc_param_alloc(sizeof *_etc_pp); _etc_pp->_ret = ETC_STARTED(_call_seq_fib_C1, _fp, "call_seq_fib", "CALL"); _etc_pp->n = _fp->n - 1; _etc_pp->result = ETC_TO_GLOBAL(&_fp->a); etc_call(_call_seq_fib_0, _etc_pp); return; _etc_C1: ; }
+    { _call_seq_fib_P *_etc_pp = (_call_seq_fib_P *)etc_param_alloc(sizeof *_etc_pp); _etc_pp->_ret = ETC_STARTED(_call_seq_fib_C2, _fp, "call_seq_fib", "CALL"); _etc_pp->n = _fp->n - 2; _etc_pp->result = ETC_TO_GLOBAL(&_fp->b); etc_call(_call_seq_fib_0, _etc_pp); return; }
     
     
 }
@@ -269,9 +283,9 @@ void _call_seq_fib_C2(void *_etc_v)
 
 
     
-    { _call_seq_fib_P *_etc_pp = (_call_seq_fib_P *)etc_param_alloc(sizeof *_etc_pp); _etc_pp->_ret = (etc_ret){_call_seq_fib_C2, _fp}; _etc_pp->n = _fp->n - 2; _etc_pp->result = ETC_TO_GLOBAL(&_fp->b); etc_call(_call_seq_fib_0, _etc_pp); return; _etc_C2: ; }
+    { _call_seq_fib_P *_etc_pp = (_call_seq_fib_P *)etc_param_alloc(sizeof *_etc_pp); _etc_pp->_ret = ETC_STARTED(_call_seq_fib_C2, _fp, "call_seq_fib", "CALL"); _etc_pp->n = _fp->n - 2; _etc_pp->result = ETC_TO_GLOBAL(&_fp->b); etc_call(_call_seq_fib_0, _etc_pp); return; _etc_C2: ; }
     *ETC_DEREF(_fp->result, "call_seq_fib", __FILE__, __LINE__) = _fp->a + _fp->b;
-    { etc_ret _etc_r = _fp->_ret; etc_fn_leave(&_etc_fn_call_seq_fib); etc_frame_free(_fp, sizeof *_fp); etc_return(_etc_r); return; }
+    { etc_ret _etc_r = _fp->_ret; ETC_CHECK_END(_etc_r, "call_seq_fib", 1); etc_fn_leave(&_etc_fn_call_seq_fib); etc_frame_free(_fp, sizeof *_fp); etc_return(_etc_r); return; }
 }
 }
 #pragma GCC diagnostic pop
@@ -289,10 +303,13 @@ typedef struct _MAIN_P {
 } _MAIN_P;
 void _MAIN_0(void *_etc_vpp);
 #endif
+#line 53 "fig2_16_call.tc"
 typedef struct _MAIN_F {
     ETC_FRAME_HEADER
     etc_ret _ret;
+#line 55 "fig2_16_call.tc"
     int val, res;
+#line 53 "fig2_16_call.tc"
 } _MAIN_F;
 void _MAIN_C1(void *_etc_v);
 void _MAIN_C2(void *_etc_v);
@@ -321,7 +338,7 @@ void _MAIN_0(void *_etc_vpp)
     ;
 
     _fp->val = 15;
-    { _call_token_fib_P *_etc_pp = (_call_token_fib_P *)etc_param_alloc(sizeof *_etc_pp); _etc_pp->_ret = (etc_ret){_MAIN_C1, _fp}; _etc_pp->n = _fp->val; _etc_pp->result = ETC_TO_GLOBAL(&_fp->res); etc_call(_call_token_fib_0, _etc_pp); return; }
+    { _call_token_fib_P *_etc_pp = (_call_token_fib_P *)etc_param_alloc(sizeof *_etc_pp); _etc_pp->_ret = ETC_STARTED(_MAIN_C1, _fp, "MAIN", "CALL"); _etc_pp->n = _fp->val; _etc_pp->result = ETC_TO_GLOBAL(&_fp->res); etc_call(_call_token_fib_0, _etc_pp); return; }
     
     
     
@@ -338,9 +355,9 @@ void _MAIN_C1(void *_etc_v)
     
 
     
-    { _call_token_fib_P *_etc_pp = (_call_token_fib_P *)etc_param_alloc(sizeof *_etc_pp); _etc_pp->_ret = (etc_ret){_MAIN_C1, _fp}; _etc_pp->n = _fp->val; _etc_pp->result = ETC_TO_GLOBAL(&_fp->res); etc_call(_call_token_fib_0, _etc_pp); return; _etc_C1: ; }
+    { _call_token_fib_P *_etc_pp = (_call_token_fib_P *)etc_param_alloc(sizeof *_etc_pp); _etc_pp->_ret = ETC_STARTED(_MAIN_C1, _fp, "MAIN", "CALL"); _etc_pp->n = _fp->val; _etc_pp->result = ETC_TO_GLOBAL(&_fp->res); etc_call(_call_token_fib_0, _etc_pp); return; _etc_C1: ; }
     printf("call_token_fib(%d) = %d\n", _fp->val, _fp->res);
-    { _call_seq_fib_P *_etc_pp = (_call_seq_fib_P *)etc_param_alloc(sizeof *_etc_pp); _etc_pp->_ret = (etc_ret){_MAIN_C2, _fp}; _etc_pp->n = _fp->val; _etc_pp->result = ETC_TO_GLOBAL(&_fp->res); etc_call(_call_seq_fib_0, _etc_pp); return; }
+    { _call_seq_fib_P *_etc_pp = (_call_seq_fib_P *)etc_param_alloc(sizeof *_etc_pp); _etc_pp->_ret = ETC_STARTED(_MAIN_C2, _fp, "MAIN", "CALL"); _etc_pp->n = _fp->val; _etc_pp->result = ETC_TO_GLOBAL(&_fp->res); etc_call(_call_seq_fib_0, _etc_pp); return; }
     
     
 }
@@ -357,9 +374,9 @@ void _MAIN_C2(void *_etc_v)
     
     
     
-    { _call_seq_fib_P *_etc_pp = (_call_seq_fib_P *)etc_param_alloc(sizeof *_etc_pp); _etc_pp->_ret = (etc_ret){_MAIN_C2, _fp}; _etc_pp->n = _fp->val; _etc_pp->result = ETC_TO_GLOBAL(&_fp->res); etc_call(_call_seq_fib_0, _etc_pp); return; _etc_C2: ; }
+    { _call_seq_fib_P *_etc_pp = (_call_seq_fib_P *)etc_param_alloc(sizeof *_etc_pp); _etc_pp->_ret = ETC_STARTED(_MAIN_C2, _fp, "MAIN", "CALL"); _etc_pp->n = _fp->val; _etc_pp->result = ETC_TO_GLOBAL(&_fp->res); etc_call(_call_seq_fib_0, _etc_pp); return; _etc_C2: ; }
     printf("call_seq_fib(%d) = %d\n", _fp->val, _fp->res);
-    { etc_ret _etc_r = _fp->_ret; etc_fn_leave(&_etc_fn_MAIN); etc_frame_free(_fp, sizeof *_fp); etc_return(_etc_r); return; }
+    { etc_ret _etc_r = _fp->_ret; ETC_CHECK_END(_etc_r, "MAIN", 1); etc_fn_leave(&_etc_fn_MAIN); etc_frame_free(_fp, sizeof *_fp); etc_return(_etc_r); return; }
 }
 }
 #pragma GCC diagnostic pop
@@ -368,7 +385,7 @@ void _MAIN_C2(void *_etc_v)
 void etc_user_main(int argc, char **argv)
 {
     _MAIN_P *_etc_pp = (_MAIN_P *)etc_param_alloc(sizeof *_etc_pp);
-    _etc_pp->_ret = (etc_ret){0, 0};
+    _etc_pp->_ret = ETC_STARTED(0, 0, NULL, NULL);
     (void)argc;
     (void)argv;
     etc_invoke(0, _MAIN_0, _etc_pp, sizeof *_etc_pp);

@@ -20,13 +20,18 @@ typedef struct _get_loops_p1_P {
 } _get_loops_p1_P;
 void _get_loops_p1_0(void *_etc_vpp);
 #endif
+/* the link checks that every file starts get_loops_p1 with these parameters */
+const char _etc_layout_get_loops_p1_1909714165 = 0;
+#line 6 "fig2_17_loops.tc"
 typedef struct _get_loops_p1_F {
     ETC_FRAME_HEADER
     etc_slot _slots[1];
     etc_ret _ret;
-    SPTR done;
-    int *GLOBAL result;
+#line 6 "fig2_17_loops.tc"
+    SPTR done; int *GLOBAL result;
+#line 9 "fig2_17_loops.tc"
     int del, loops;
+#line 6 "fig2_17_loops.tc"
 } _get_loops_p1_F;
 void _get_loops_p1_1(void *_etc_v);
 static const etc_thread_info _etc_fn_get_loops_p1_threads[] = {
@@ -65,7 +70,7 @@ void _get_loops_p1_0(void *_etc_vpp)
     }
     etc_data_sync_l(_fp->loops, (void *)(_fp->result), _fp->done);
     stop = 0;
-    { etc_fn_leave(&_etc_fn_get_loops_p1); etc_frame_free(_fp, sizeof *_fp); return; }
+    { ETC_CHECK_END(_fp->_ret, "get_loops_p1", 0); etc_fn_leave(&_etc_fn_get_loops_p1); etc_frame_free(_fp, sizeof *_fp); return; }
 }
 }
 #line 6 "fig2_17_loops.tc"
@@ -88,7 +93,7 @@ return; THREAD_1: ;
     }
     etc_data_sync_l(_fp->loops, (void *)(_fp->result), _fp->done);
     stop = 0;
-    { etc_fn_leave(&_etc_fn_get_loops_p1); etc_frame_free(_fp, sizeof *_fp); return; }
+    { ETC_CHECK_END(_fp->_ret, "get_loops_p1", 0); etc_fn_leave(&_etc_fn_get_loops_p1); etc_frame_free(_fp, sizeof *_fp); return; }
 }
 }
 #pragma GCC diagnostic pop

@@ -20,14 +20,18 @@ typedef struct _fib_P {
 } _fib_P;
 void _fib_0(void *_etc_vpp);
 #endif
+/* the link checks that every file starts fib with these parameters */
+const char _etc_layout_fib_13078aab80 = 0;
+#line 5 "fig2_3_fib.tc"
 typedef struct _fib_F {
     ETC_FRAME_HEADER
     etc_slot _slots[1];
     etc_ret _ret;
-    SPTR done;
-    int n;
-    int *GLOBAL result;
+#line 5 "fig2_3_fib.tc"
+    SPTR done; int n; int *GLOBAL result;
+#line 8 "fig2_3_fib.tc"
     int r1, r2;
+#line 5 "fig2_3_fib.tc"
 } _fib_F;
 void _fib_1(void *_etc_v);
 static const etc_thread_info _etc_fn_fib_threads[] = {
@@ -59,11 +63,11 @@ void _fib_0(void *_etc_vpp)
 
     if (_fp->n < 2) {
         etc_data_sync_l(_fp->n, (void *)(_fp->result), _fp->done);
-        { etc_fn_leave(&_etc_fn_fib); etc_frame_free(_fp, sizeof *_fp); return; }
+        { ETC_CHECK_END(_fp->_ret, "fib", 0); etc_fn_leave(&_etc_fn_fib); etc_frame_free(_fp, sizeof *_fp); return; }
     }
     etc_init_sync(&_fp->_slots[0], 2, 2, _fib_1, _fp);
-    { _fib_P *_etc_pp = (_fib_P *)etc_param_alloc(sizeof *_etc_pp); _etc_pp->_ret = (etc_ret){0, 0}; _etc_pp->done = ETC_TO_GLOBAL(&_fp->_slots[0]); _etc_pp->n = _fp->n - 1; _etc_pp->result = ETC_TO_GLOBAL(&_fp->r1); etc_token(_fib_0, _etc_pp, sizeof *_etc_pp); }
-    { _fib_P *_etc_pp = (_fib_P *)etc_param_alloc(sizeof *_etc_pp); _etc_pp->_ret = (etc_ret){0, 0}; _etc_pp->done = ETC_TO_GLOBAL(&_fp->_slots[0]); _etc_pp->n = _fp->n - 2; _etc_pp->result = ETC_TO_GLOBAL(&_fp->r2); etc_token(_fib_0, _etc_pp, sizeof *_etc_pp); }
+    { _fib_P *_etc_pp = (_fib_P *)etc_param_alloc(sizeof *_etc_pp); _etc_pp->_ret = ETC_STARTED(0, 0, "fib", "TOKEN"); _etc_pp->done = ETC_TO_GLOBAL(&_fp->_slots[0]); _etc_pp->n = _fp->n - 1; _etc_pp->result = ETC_TO_GLOBAL(&_fp->r1); etc_token(_fib_0, _etc_pp, sizeof *_etc_pp); }
+    { _fib_P *_etc_pp = (_fib_P *)etc_param_alloc(sizeof *_etc_pp); _etc_pp->_ret = ETC_STARTED(0, 0, "fib", "TOKEN"); _etc_pp->done = ETC_TO_GLOBAL(&_fp->_slots[0]); _etc_pp->n = _fp->n - 2; _etc_pp->result = ETC_TO_GLOBAL(&_fp->r2); etc_token(_fib_0, _etc_pp, sizeof *_etc_pp); }
     return;
 
 
@@ -92,7 +96,7 @@ void _fib_1(void *_etc_v)
 
 return; THREAD_1: ;
     etc_data_sync_l(_fp->r1 + _fp->r2, (void *)(_fp->result), _fp->done);
-    { etc_fn_leave(&_etc_fn_fib); etc_frame_free(_fp, sizeof *_fp); return; }
+    { ETC_CHECK_END(_fp->_ret, "fib", 0); etc_fn_leave(&_etc_fn_fib); etc_frame_free(_fp, sizeof *_fp); return; }
 }
 }
 #pragma GCC diagnostic pop
@@ -112,14 +116,17 @@ typedef struct _MAIN_P {
 } _MAIN_P;
 void _MAIN_0(void *_etc_vpp);
 #endif
+#line 24 "fig2_3_fib.tc"
 typedef struct _MAIN_F {
     ETC_FRAME_HEADER
     etc_slot _slots[1];
     etc_ret _ret;
-    int argc;
-    char **argv;
+#line 24 "fig2_3_fib.tc"
+    int argc; char **argv;
+#line 27 "fig2_3_fib.tc"
     int n, result;
     double t0;
+#line 24 "fig2_3_fib.tc"
 } _MAIN_F;
 void _MAIN_1(void *_etc_v);
 static const etc_thread_info _etc_fn_MAIN_threads[] = {
@@ -152,7 +159,7 @@ void _MAIN_0(void *_etc_vpp)
     _fp->n = _fp->argc > 1 ? atoi(_fp->argv[1]) : 20;
     _fp->t0 = etc_time();
     etc_init_sync(&_fp->_slots[0], 1, 1, _MAIN_1, _fp);
-    { _fib_P *_etc_pp = (_fib_P *)etc_param_alloc(sizeof *_etc_pp); _etc_pp->_ret = (etc_ret){0, 0}; _etc_pp->done = ETC_TO_GLOBAL(&_fp->_slots[0]); _etc_pp->n = _fp->n; _etc_pp->result = ETC_TO_GLOBAL(&_fp->result); etc_token(_fib_0, _etc_pp, sizeof *_etc_pp); }
+    { _fib_P *_etc_pp = (_fib_P *)etc_param_alloc(sizeof *_etc_pp); _etc_pp->_ret = ETC_STARTED(0, 0, "MAIN", "TOKEN"); _etc_pp->done = ETC_TO_GLOBAL(&_fp->_slots[0]); _etc_pp->n = _fp->n; _etc_pp->result = ETC_TO_GLOBAL(&_fp->result); etc_token(_fib_0, _etc_pp, sizeof *_etc_pp); }
     return;
 
 
@@ -181,7 +188,7 @@ void _MAIN_1(void *_etc_v)
 return; THREAD_1: ;
     printf("fib(%d) = %d\n", _fp->n, _fp->result);
     fprintf(stderr, "time: %.3f s on %d node(s)\n", etc_time() - _fp->t0, ETC_NUM_NODES);
-    { etc_ret _etc_r = _fp->_ret; etc_fn_leave(&_etc_fn_MAIN); etc_frame_free(_fp, sizeof *_fp); etc_return(_etc_r); return; }
+    { etc_ret _etc_r = _fp->_ret; ETC_CHECK_END(_etc_r, "MAIN", 1); etc_fn_leave(&_etc_fn_MAIN); etc_frame_free(_fp, sizeof *_fp); etc_return(_etc_r); return; }
 }
 }
 #pragma GCC diagnostic pop
@@ -190,7 +197,7 @@ return; THREAD_1: ;
 void etc_user_main(int argc, char **argv)
 {
     _MAIN_P *_etc_pp = (_MAIN_P *)etc_param_alloc(sizeof *_etc_pp);
-    _etc_pp->_ret = (etc_ret){0, 0};
+    _etc_pp->_ret = ETC_STARTED(0, 0, NULL, NULL);
     _etc_pp->argc = argc;
     _etc_pp->argv = argv;
     (void)argc;

@@ -22,11 +22,15 @@ typedef struct _set_value_P {
 } _set_value_P;
 void _set_value_0(void *_etc_vpp);
 #endif
+/* the link checks that every file starts set_value with these parameters */
+const char _etc_layout_set_value_6f0b83d045 = 0;
+#line 8 "figB_2_getloop.tc"
 typedef struct _set_value_F {
     ETC_FRAME_HEADER
     etc_ret _ret;
-    SPTR done;
-    int v;
+#line 8 "figB_2_getloop.tc"
+    SPTR done; int v;
+#line 8 "figB_2_getloop.tc"
 } _set_value_F;
 static const etc_thread_info _etc_fn_set_value_threads[] = {
     {_set_value_0, 0, 8},
@@ -52,7 +56,7 @@ void _set_value_0(void *_etc_vpp)
 {
     value = _fp->v;
     etc_rsync(_fp->done);
-    { etc_fn_leave(&_etc_fn_set_value); etc_frame_free(_fp, sizeof *_fp); return; }
+    { ETC_CHECK_END(_fp->_ret, "set_value", 0); etc_fn_leave(&_etc_fn_set_value); etc_frame_free(_fp, sizeof *_fp); return; }
 }
 }
 #pragma GCC diagnostic pop
@@ -70,14 +74,17 @@ typedef struct _MAIN_P {
 } _MAIN_P;
 void _MAIN_0(void *_etc_vpp);
 #endif
+#line 15 "figB_2_getloop.tc"
 typedef struct _MAIN_F {
     ETC_FRAME_HEADER
     etc_slot _slots[2];
     etc_ret _ret;
+#line 18 "figB_2_getloop.tc"
     int i, count, sum, got;
     int *GLOBAL valp;
     int *GLOBAL resp;
     SPTR ssp0;
+#line 15 "figB_2_getloop.tc"
 } _MAIN_F;
 void _MAIN_1(void *_etc_v);
 void _MAIN_2(void *_etc_v);
@@ -114,7 +121,7 @@ void _MAIN_0(void *_etc_vpp)
     _fp->got = 0;
     etc_init_sync(&_fp->_slots[0], 1, 1, _MAIN_1, _fp);
     etc_init_sync(&_fp->_slots[1], 1, 1, _MAIN_2, _fp);
-    { _set_value_P *_etc_pp = (_set_value_P *)etc_param_alloc(sizeof *_etc_pp); _etc_pp->_ret = (etc_ret){0, 0}; _etc_pp->done = ETC_TO_GLOBAL(&_fp->_slots[0]); _etc_pp->v = 7; etc_invoke(ETC_NUM_NODES - 1, _set_value_0, _etc_pp, sizeof *_etc_pp); }
+    { _set_value_P *_etc_pp = (_set_value_P *)etc_param_alloc(sizeof *_etc_pp); _etc_pp->_ret = ETC_STARTED(0, 0, "MAIN", "INVOKE"); _etc_pp->done = ETC_TO_GLOBAL(&_fp->_slots[0]); _etc_pp->v = 7; etc_invoke(ETC_NUM_NODES - 1, _set_value_0, _etc_pp, sizeof *_etc_pp); }
     return;
 
 
@@ -163,7 +170,7 @@ return; THREAD_1: ;
         
     }
     printf("read %d words from node %d, sum %d\n", _fp->count, ETC_OWNER_OF(_fp->valp), _fp->sum);
-    { etc_fn_leave(&_etc_fn_MAIN); etc_frame_free(_fp, sizeof *_fp); return; }
+    { ETC_CHECK_END(_fp->_ret, "MAIN", 0); etc_fn_leave(&_etc_fn_MAIN); etc_frame_free(_fp, sizeof *_fp); return; }
 }
 }
 #line 15 "figB_2_getloop.tc"
@@ -198,7 +205,7 @@ return; THREAD_2: ;
         _fp->sum += _fp->got;
     }
     printf("read %d words from node %d, sum %d\n", _fp->count, ETC_OWNER_OF(_fp->valp), _fp->sum);
-    { etc_fn_leave(&_etc_fn_MAIN); etc_frame_free(_fp, sizeof *_fp); return; }
+    { ETC_CHECK_END(_fp->_ret, "MAIN", 0); etc_fn_leave(&_etc_fn_MAIN); etc_frame_free(_fp, sizeof *_fp); return; }
 }
 }
 #pragma GCC diagnostic pop
@@ -207,7 +214,7 @@ return; THREAD_2: ;
 void etc_user_main(int argc, char **argv)
 {
     _MAIN_P *_etc_pp = (_MAIN_P *)etc_param_alloc(sizeof *_etc_pp);
-    _etc_pp->_ret = (etc_ret){0, 0};
+    _etc_pp->_ret = ETC_STARTED(0, 0, NULL, NULL);
     (void)argc;
     (void)argv;
     etc_invoke(0, _MAIN_0, _etc_pp, sizeof *_etc_pp);

@@ -34,12 +34,17 @@ typedef struct _MAIN_P {
 } _MAIN_P;
 void _MAIN_0(void *_etc_vpp);
 #endif
+extern const char _etc_layout_area_e1acb84224;
+__attribute__((used)) static const char *const _etc_uses_area = &_etc_layout_area_e1acb84224;
+#line 12 "preprocessor.tc"
 typedef struct _MAIN_F {
     ETC_FRAME_HEADER
     etc_slot _slots[1];
     etc_ret _ret;
+#line 15 "preprocessor.tc"
     box b;
     int a;
+#line 12 "preprocessor.tc"
 } _MAIN_F;
 void _MAIN_1(void *_etc_v);
 static const etc_thread_info _etc_fn_MAIN_threads[] = {
@@ -64,16 +69,16 @@ void _MAIN_0(void *_etc_vpp)
 #line 13 "preprocessor.tc"
 {
     ;
-    { __typeof__(_fp->b) _etc_init = { 3, 4 }; __builtin_memcpy(&_fp->b, &_etc_init, sizeof _etc_init); }
+    _fp->b.w = 3; _fp->b.h = 4;
     ;
 
     etc_init_sync(&_fp->_slots[0], 1, 1, _MAIN_1, _fp);
-    { _area_P *_etc_pp = (_area_P *)etc_param_alloc(sizeof *_etc_pp); _etc_pp->_ret = (etc_ret){0, 0}; _etc_pp->done = ETC_TO_GLOBAL(&_fp->_slots[0]); _etc_pp->b = _fp->b; _etc_pp->out = ETC_TO_GLOBAL(&_fp->a); etc_invoke(0, _area_0, _etc_pp, sizeof *_etc_pp); }
+    { _area_P *_etc_pp = (_area_P *)etc_param_alloc(sizeof *_etc_pp); _etc_pp->_ret = ETC_STARTED(0, 0, "MAIN", "INVOKE"); _etc_pp->done = ETC_TO_GLOBAL(&_fp->_slots[0]); _etc_pp->b = _fp->b; _etc_pp->out = ETC_TO_GLOBAL(&_fp->a); etc_invoke(0, _area_0, _etc_pp, sizeof *_etc_pp); }
     return;
 
-#if VERBOSE
-    
-#endif
+           
+                                
+      
     
     
 }
@@ -93,11 +98,11 @@ void _MAIN_1(void *_etc_v)
     
     
 return; THREAD_1: ;
-#if VERBOSE
-    printf("sides %d\n", SIDES);
-#endif
+           
+                                
+      
     printf("area %d perimeter %d\n", _fp->a, perimeter(_fp->b));
-    { etc_fn_leave(&_etc_fn_MAIN); etc_frame_free(_fp, sizeof *_fp); return; }
+    { ETC_CHECK_END(_fp->_ret, "MAIN", 0); etc_fn_leave(&_etc_fn_MAIN); etc_frame_free(_fp, sizeof *_fp); return; }
 }
 }
 #pragma GCC diagnostic pop
@@ -106,7 +111,7 @@ return; THREAD_1: ;
 void etc_user_main(int argc, char **argv)
 {
     _MAIN_P *_etc_pp = (_MAIN_P *)etc_param_alloc(sizeof *_etc_pp);
-    _etc_pp->_ret = (etc_ret){0, 0};
+    _etc_pp->_ret = ETC_STARTED(0, 0, NULL, NULL);
     (void)argc;
     (void)argv;
     etc_invoke(0, _MAIN_0, _etc_pp, sizeof *_etc_pp);

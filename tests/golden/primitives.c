@@ -21,11 +21,15 @@ typedef struct _leaf_P {
 } _leaf_P;
 void _leaf_0(void *_etc_vpp);
 #endif
+/* the link checks that every file starts leaf with these parameters */
+const char _etc_layout_leaf_6f0b83d045 = 0;
+#line 7 "primitives.tc"
 typedef struct _leaf_F {
     ETC_FRAME_HEADER
     etc_ret _ret;
-    SPTR done;
-    int v;
+#line 7 "primitives.tc"
+    SPTR done; int v;
+#line 7 "primitives.tc"
 } _leaf_F;
 static const etc_thread_info _etc_fn_leaf_threads[] = {
     {_leaf_0, 0, 7},
@@ -51,7 +55,7 @@ void _leaf_0(void *_etc_vpp)
 {
     etc_incr_rsync(_fp->done, -1);
     (void)_fp->v;
-    { etc_fn_leave(&_etc_fn_leaf); etc_frame_free(_fp, sizeof *_fp); return; }
+    { ETC_CHECK_END(_fp->_ret, "leaf", 0); etc_fn_leave(&_etc_fn_leaf); etc_frame_free(_fp, sizeof *_fp); return; }
 }
 }
 #pragma GCC diagnostic pop
@@ -70,10 +74,15 @@ typedef struct _seqf_P {
 } _seqf_P;
 void _seqf_0(void *_etc_vpp);
 #endif
+/* the link checks that every file starts seqf with these parameters */
+const char _etc_layout_seqf_e06b1ea9c6 = 0;
+#line 14 "primitives.tc"
 typedef struct _seqf_F {
     ETC_FRAME_HEADER
     etc_ret _ret;
+#line 14 "primitives.tc"
     int *GLOBAL out;
+#line 14 "primitives.tc"
 } _seqf_F;
 static const etc_thread_info _etc_fn_seqf_threads[] = {
     {_seqf_0, 0, 14},
@@ -97,7 +106,7 @@ void _seqf_0(void *_etc_vpp)
 #line 15 "primitives.tc"
 {
     *ETC_DEREF(_fp->out, "seqf", __FILE__, __LINE__) = ETC_NODE_ID;
-    { etc_ret _etc_r = _fp->_ret; etc_fn_leave(&_etc_fn_seqf); etc_frame_free(_fp, sizeof *_fp); etc_return(_etc_r); return; }
+    { etc_ret _etc_r = _fp->_ret; ETC_CHECK_END(_etc_r, "seqf", 1); etc_fn_leave(&_etc_fn_seqf); etc_frame_free(_fp, sizeof *_fp); etc_return(_etc_r); return; }
 }
 }
 #pragma GCC diagnostic pop
@@ -124,19 +133,19 @@ typedef struct _everything_P {
 } _everything_P;
 void _everything_0(void *_etc_vpp);
 #endif
+/* the link checks that every file starts everything with these parameters */
+const char _etc_layout_everything_950d1b416d = 0;
+#line 20 "primitives.tc"
 typedef struct _everything_F {
     ETC_FRAME_HEADER
+#line 24 "primitives.tc"
     etc_slot _slots[3];
     etc_ret _ret;
-    SPTR done;
-    void *GLOBAL frame;
-    char *GLOBAL cp;
-    short *GLOBAL sp;
-    int *GLOBAL ip;
-    long long *GLOBAL llp;
-    float *GLOBAL fp;
-    double *GLOBAL dp;
-    int *GLOBAL *GLOBAL gpp;
+#line 20 "primitives.tc"
+    SPTR done; void *GLOBAL frame; char *GLOBAL cp; short *GLOBAL sp;
+    int *GLOBAL ip; long long *GLOBAL llp; float *GLOBAL fp;
+    double *GLOBAL dp; int *GLOBAL *GLOBAL gpp;
+#line 25 "primitives.tc"
     int x, owner, mine;
     char c;
     short s;
@@ -145,6 +154,7 @@ typedef struct _everything_F {
     double d;
     int *GLOBAL g;
     int *local;
+#line 20 "primitives.tc"
 } _everything_F;
 void _everything_1(void *_etc_v);
 void _everything_2(void *_etc_v);
@@ -383,9 +393,9 @@ return; THREAD_2: ;
     etc_rsync(ETC_TO_GLOBAL(&_fp->_slots[2]));
     etc_rsync(_fp->done);
     etc_rspawn(ETC_TO_GLOBAL((void *)_fp), (etc_thread)(((void *)_everything_3)));
-    { _leaf_P *_etc_pp = (_leaf_P *)etc_param_alloc(sizeof *_etc_pp); _etc_pp->_ret = (etc_ret){0, 0}; _etc_pp->done = ETC_TO_GLOBAL(&_fp->_slots[2]); _etc_pp->v = 1; etc_invoke(ETC_NODE_ID, _leaf_0, _etc_pp, sizeof *_etc_pp); }
-    { _leaf_P *_etc_pp = (_leaf_P *)etc_param_alloc(sizeof *_etc_pp); _etc_pp->_ret = (etc_ret){0, 0}; _etc_pp->done = ETC_TO_GLOBAL(&_fp->_slots[2]); _etc_pp->v = 2; etc_token(_leaf_0, _etc_pp, sizeof *_etc_pp); }
-    { _seqf_P *_etc_pp = (_seqf_P *)etc_param_alloc(sizeof *_etc_pp); _etc_pp->_ret = (etc_ret){_everything_C1, _fp}; _etc_pp->out = ETC_TO_GLOBAL(&_fp->x); etc_call(_seqf_0, _etc_pp); return; }
+    { _leaf_P *_etc_pp = (_leaf_P *)etc_param_alloc(sizeof *_etc_pp); _etc_pp->_ret = ETC_STARTED(0, 0, "everything", "INVOKE"); _etc_pp->done = ETC_TO_GLOBAL(&_fp->_slots[2]); _etc_pp->v = 1; etc_invoke(ETC_NODE_ID, _leaf_0, _etc_pp, sizeof *_etc_pp); }
+    { _leaf_P *_etc_pp = (_leaf_P *)etc_param_alloc(sizeof *_etc_pp); _etc_pp->_ret = ETC_STARTED(0, 0, "everything", "TOKEN"); _etc_pp->done = ETC_TO_GLOBAL(&_fp->_slots[2]); _etc_pp->v = 2; etc_token(_leaf_0, _etc_pp, sizeof *_etc_pp); }
+    { _seqf_P *_etc_pp = (_seqf_P *)etc_param_alloc(sizeof *_etc_pp); _etc_pp->_ret = ETC_STARTED(_everything_C1, _fp, "everything", "CALL"); _etc_pp->out = ETC_TO_GLOBAL(&_fp->x); etc_call(_seqf_0, _etc_pp); return; }
     
     
     
@@ -469,7 +479,7 @@ void _everything_3(void *_etc_v)
       
     
 return; THREAD_3: ;
-    { etc_fn_leave(&_etc_fn_everything); etc_frame_free(_fp, sizeof *_fp); return; }
+    { ETC_CHECK_END(_fp->_ret, "everything", 0); etc_fn_leave(&_etc_fn_everything); etc_frame_free(_fp, sizeof *_fp); return; }
 }
 }
 #line 20 "primitives.tc"
@@ -533,7 +543,7 @@ void _everything_C1(void *_etc_v)
     
     
     
-    { _seqf_P *_etc_pp = (_seqf_P *)etc_param_alloc(sizeof *_etc_pp); _etc_pp->_ret = (etc_ret){_everything_C1, _fp}; _etc_pp->out = ETC_TO_GLOBAL(&_fp->x); etc_call(_seqf_0, _etc_pp); return; _etc_C1: ; }
+    { _seqf_P *_etc_pp = (_seqf_P *)etc_param_alloc(sizeof *_etc_pp); _etc_pp->_ret = ETC_STARTED(_everything_C1, _fp, "everything", "CALL"); _etc_pp->out = ETC_TO_GLOBAL(&_fp->x); etc_call(_seqf_0, _etc_pp); return; _etc_C1: ; }
     _fp->owner = ETC_OWNER_OF(_fp->ip);
     _fp->mine = ETC_IS_OWNER(_fp->ip);
     _fp->local = ETC_TO_LOCAL(_fp->ip);

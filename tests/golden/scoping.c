@@ -22,22 +22,29 @@ typedef struct _scopes_P {
 } _scopes_P;
 void _scopes_0(void *_etc_vpp);
 #endif
+/* the link checks that every file starts scopes with these parameters */
+const char _etc_layout_scopes_13078aab80 = 0;
+#line 7 "scoping.tc"
 typedef struct _scopes_F {
     ETC_FRAME_HEADER
     etc_slot _slots[1];
     etc_ret _ret;
-    SPTR done;
-    int n;
-    int *GLOBAL out;
+#line 7 "scoping.tc"
+    SPTR done; int n; int *GLOBAL out;
+#line 10 "scoping.tc"
     int i, total;
     int n_copy;
+#line 13 "scoping.tc"
     struct point p;
     int table[3];
     char name[16];
-    int limit;
+    const int limit;
+#line 21 "scoping.tc"
     int j, k;
     int i_1;
+#line 26 "scoping.tc"
     int total_1;
+#line 7 "scoping.tc"
 } _scopes_F;
 void _scopes_1(void *_etc_v);
 static const etc_thread_info _etc_fn_scopes_threads[] = {
@@ -70,10 +77,10 @@ void _scopes_0(void *_etc_vpp)
     _fp->total = _fp->n * 2;
     _fp->n_copy = _fp->n;
     ;
-    { __typeof__(_fp->p) _etc_init = { 1, 2 }; __builtin_memcpy(&_fp->p, &_etc_init, sizeof _etc_init); }
-    { __typeof__(_fp->table) _etc_init = { 10, 20, 30 }; __builtin_memcpy(&_fp->table, &_etc_init, sizeof _etc_init); }
-    { __typeof__(_fp->name) _etc_init = "threaded"; __builtin_memcpy(&_fp->name, &_etc_init, sizeof _etc_init); }
-    _fp->limit = 3;
+    _fp->p.x = 1; _fp->p.y = 2;
+    _fp->table[0] = 10; _fp->table[1] = 20; _fp->table[2] = 30;
+    __builtin_strncpy(_fp->name, "threaded", sizeof _fp->name);
+    ({ __typeof__(_fp->limit) _etc_t = 3; __builtin_memcpy((void *)&_fp->limit, &_etc_t, sizeof _etc_t); });
     extern int counter_global;
 
     _scopes_calls++;
@@ -132,7 +139,7 @@ return; THREAD_1: ;
         _scopes_calls_1 += _fp->p.x + _fp->p.y + _fp->n_copy + counter_global;
         etc_data_sync_l(_fp->total + _fp->i + _scopes_calls_1, (void *)(_fp->out), _fp->done);
     }
-    { etc_fn_leave(&_etc_fn_scopes); etc_frame_free(_fp, sizeof *_fp); return; }
+    { ETC_CHECK_END(_fp->_ret, "scopes", 0); etc_fn_leave(&_etc_fn_scopes); etc_frame_free(_fp, sizeof *_fp); return; }
 }
 }
 #pragma GCC diagnostic pop

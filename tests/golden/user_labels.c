@@ -16,11 +16,14 @@ typedef struct _MAIN_P {
 } _MAIN_P;
 void _MAIN_0(void *_etc_vpp);
 #endif
+#line 4 "user_labels.tc"
 typedef struct _MAIN_F {
     ETC_FRAME_HEADER
     etc_slot _slots[1];
     etc_ret _ret;
+#line 7 "user_labels.tc"
     int x;
+#line 4 "user_labels.tc"
 } _MAIN_F;
 void _MAIN_1(void *_etc_v);
 static const etc_thread_info _etc_fn_MAIN_threads[] = {
@@ -56,7 +59,7 @@ void _MAIN_0(void *_etc_vpp)
     
 done:
     printf("x = %d\n", _fp->x);
-    { etc_ret _etc_r = _fp->_ret; etc_fn_leave(&_etc_fn_MAIN); etc_frame_free(_fp, sizeof *_fp); etc_return(_etc_r); return; }
+    { etc_ret _etc_r = _fp->_ret; ETC_CHECK_END(_etc_r, "MAIN", 1); etc_fn_leave(&_etc_fn_MAIN); etc_frame_free(_fp, sizeof *_fp); etc_return(_etc_r); return; }
 }
 }
 #line 4 "user_labels.tc"
@@ -78,7 +81,7 @@ return; THREAD_1: ;
     _fp->x = 100;
 done:
     printf("x = %d\n", _fp->x);
-    { etc_ret _etc_r = _fp->_ret; etc_fn_leave(&_etc_fn_MAIN); etc_frame_free(_fp, sizeof *_fp); etc_return(_etc_r); return; }
+    { etc_ret _etc_r = _fp->_ret; ETC_CHECK_END(_etc_r, "MAIN", 1); etc_fn_leave(&_etc_fn_MAIN); etc_frame_free(_fp, sizeof *_fp); etc_return(_etc_r); return; }
 }
 }
 #pragma GCC diagnostic pop
@@ -87,7 +90,7 @@ done:
 void etc_user_main(int argc, char **argv)
 {
     _MAIN_P *_etc_pp = (_MAIN_P *)etc_param_alloc(sizeof *_etc_pp);
-    _etc_pp->_ret = (etc_ret){0, 0};
+    _etc_pp->_ret = ETC_STARTED(0, 0, NULL, NULL);
     (void)argc;
     (void)argv;
     etc_invoke(0, _MAIN_0, _etc_pp, sizeof *_etc_pp);

@@ -14,11 +14,16 @@ typedef struct _f_P {
 } _f_P;
 void _f_0(void *_etc_vpp);
 #endif
+/* the link checks that every file starts f with these parameters */
+const char _etc_layout_f_e06b1ea9c6 = 0;
+#line 1 "warn_never_enabled.tc"
 typedef struct _f_F {
     ETC_FRAME_HEADER
     etc_slot _slots[1];
     etc_ret _ret;
+#line 1 "warn_never_enabled.tc"
     SPTR done;
+#line 1 "warn_never_enabled.tc"
 } _f_F;
 void _f_1(void *_etc_v);
 void _f_2(void *_etc_v);
@@ -89,7 +94,7 @@ void _f_2(void *_etc_v)
     
 return; THREAD_2: ;
     etc_rsync(_fp->done);
-    { etc_fn_leave(&_etc_fn_f); etc_frame_free(_fp, sizeof *_fp); return; }
+    { ETC_CHECK_END(_fp->_ret, "f", 0); etc_fn_leave(&_etc_fn_f); etc_frame_free(_fp, sizeof *_fp); return; }
 }
 }
 #pragma GCC diagnostic pop

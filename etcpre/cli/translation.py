@@ -1,0 +1,40 @@
+"""Translate one file and write the result: the one path etcpre and etcc share."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from etcpre.diagnostics import DiagnosticSink
+from etcpre.options import Options
+from etcpre.source import SourceError, SourceFile
+
+if TYPE_CHECKING:
+    from etcpre.translate import Translation
+
+
+def translate_file(path: str, options: Options, output: Path | None) -> Translation | None:
+    """Translate `path`; diagnostics go to stderr, the C to `output` (stdout if None).
+    Returns None when the file could not be read, translated or written."""
+    from etcpre.translate import translate  # noqa: PLC0415 - libclang loads only here
+
+    try:
+        source = SourceFile.load(path)
+    except SourceError as exc:
+        sys.stderr.write(f"{exc}\n")
+        return None
+    sink = DiagnosticSink()
+    result = translate(source, options, sink)
+    sys.stderr.write(sink.render())
+    if result is None:
+        return None
+    if output is None:
+        sys.stdout.write(result.text)
+        return result
+    try:
+        output.write_text(result.text, encoding="utf-8")
+    except OSError as exc:
+        sys.stderr.write(f"etcpre: error: cannot write {output}: {exc.strerror}\n")
+        return None
+    return result

@@ -1,0 +1,28 @@
+"""What the translator needs to know besides the file: the C preprocessor's view of it.
+
+A module of its own, below the passes, so that every pass and both commands (etcpre,
+etcc) can use it without importing the pipeline.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Options:
+    """-D/-U/-I as given on the command line, so that the translator sees the file as
+    the C compiler will (cc applies -D and -U in command-line order)."""
+
+    macros: tuple[str, ...] = ()  # "-DNAME", "-DNAME=VALUE" or "-UNAME", in order
+    include_dirs: tuple[str, ...] = ()
+
+    @classmethod
+    def of(cls, defines: list[str] | None = None, undefines: list[str] | None = None,
+           include_dirs: list[str] | None = None) -> Options:
+        """Options from separate lists (defines first, then undefines)."""
+        macros = [f"-D{d}" for d in defines or []] + [f"-U{u}" for u in undefines or []]
+        return cls(tuple(macros), tuple(include_dirs or []))
+
+    def cpp_args(self) -> list[str]:
+        return [*self.macros, *(f"-I{d}" for d in self.include_dirs)]

@@ -1,0 +1,212 @@
+"""What etcpre needs from libclang beyond the Python binding, and a safe way to run it.
+
+The binding (`clang.cindex`, PyPI `libclang`) leaves out a few functions of the C API
+that decide what the translator must know: where a token of a macro argument was
+written (`clang_getFileLocation`), the value of a constant expression
+(`clang_Cursor_Evaluate`), and which preprocessor branches are inactive
+(`clang_getSkippedRanges`). They are bound here with ctypes.
+
+libclang parses recursively: deeply nested code exhausts the C stack of the thread it
+runs on and kills the process with SIGSEGV, which no Python handler can catch. So
+`run_isolated` runs the clang work in a forked child, on a thread with a large stack
+(virtual memory; only the pages used are touched); a crash of the child becomes an
+error message, never the death of etcpre.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import pickle
+import signal
+import threading
+import traceback
+from collections.abc import Callable
+from typing import TypeVar
+
+import clang.cindex as ci
+
+T = TypeVar("T")
+
+PARSE_STACK_BYTES = 1 << 30  # enough for nesting far deeper than gcc's default accepts
+
+
+class _RangeList(ctypes.Structure):
+    _fields_ = [("count", ctypes.c_uint), ("ranges", ctypes.POINTER(ci.SourceRange))]
+
+
+_bound = False
+
+
+def _bind() -> None:
+    global _bound  # noqa: PLW0603 - a process-wide fact: the functions are declared once
+    if _bound:
+        return
+    location = [ci.SourceLocation, ctypes.POINTER(ci.c_object_p),
+                ctypes.POINTER(ctypes.c_uint), ctypes.POINTER(ctypes.c_uint),
+                ctypes.POINTER(ctypes.c_uint)]
+    result = [ctypes.c_void_p]
+    for name, argtypes, restype in [
+        ("clang_getFileLocation", location, None),
+        ("clang_getExpansionLocation", location, None),
+        ("clang_Cursor_Evaluate", [ci.Cursor], ctypes.c_void_p),
+        ("clang_EvalResult_getKind", result, ctypes.c_int),
+        ("clang_EvalResult_isUnsignedInt", result, ctypes.c_uint),
+        ("clang_EvalResult_getAsLongLong", result, ctypes.c_longlong),
+        ("clang_EvalResult_getAsUnsigned", result, ctypes.c_ulonglong),
+        ("clang_EvalResult_getAsDouble", result, ctypes.c_double),
+        ("clang_EvalResult_dispose", result, None),
+        ("clang_getSkippedRanges", [ci.TranslationUnit, ci.File],
+         ctypes.POINTER(_RangeList)),
+        ("clang_disposeSourceRangeList", [ctypes.POINTER(_RangeList)], None),
+    ]:
+        function = getattr(ci.conf.lib, name)
+        function.argtypes = argtypes
+        function.restype = restype
+    _bound = True
+
+
+def file_location(loc: ci.SourceLocation) -> tuple[int, int]:
+    """(file, offset) where a location was written: for a token of a macro argument its
+    place in the argument, for a token of a macro's body the macro's use. The file is
+    libclang's handle (0 for none; `file_name` gives its name): comparing handles is
+    much cheaper than comparing names."""
+    _bind()
+    f = ci.c_object_p()
+    line, col, off = ctypes.c_uint(), ctypes.c_uint(), ctypes.c_uint()
+    ci.conf.lib.clang_getFileLocation(loc, ctypes.byref(f), ctypes.byref(line),
+                                      ctypes.byref(col), ctypes.byref(off))
+    return (ctypes.cast(f, ctypes.c_void_p).value or 0) if f else 0, off.value
+
+
+def expansion_location(loc: ci.SourceLocation) -> tuple[int, int]:
+    """(file, offset) of the macro use a location was expanded from (the location
+    itself outside macros)."""
+    _bind()
+    f = ci.c_object_p()
+    line, col, off = ctypes.c_uint(), ctypes.c_uint(), ctypes.c_uint()
+    ci.conf.lib.clang_getExpansionLocation(loc, ctypes.byref(f), ctypes.byref(line),
+                                           ctypes.byref(col), ctypes.byref(off))
+    return (ctypes.cast(f, ctypes.c_void_p).value or 0) if f else 0, off.value
+
+
+def file_handle(f: ci.File) -> int:
+    return ctypes.cast(f.obj if hasattr(f, "obj") else f._as_parameter_,
+                       ctypes.c_void_p).value or 0
+
+
+def file_name(handle: int) -> str:
+    return ci.File(ctypes.cast(ctypes.c_void_p(handle), ci.c_object_p)).name
+
+
+# clang_EvalResult_getKind
+EVAL_INT = 1
+EVAL_FLOAT = 2
+
+
+def evaluate(cur: ci.Cursor) -> tuple[int, int | float | None]:
+    """(kind, value) of a constant expression: kind EVAL_INT or EVAL_FLOAT (value set),
+    another kind (value None), or 0 when it is not constant."""
+    _bind()
+    res = ci.conf.lib.clang_Cursor_Evaluate(cur)
+    if not res:
+        return 0, None
+    try:
+        kind = ci.conf.lib.clang_EvalResult_getKind(res)
+        if kind == EVAL_INT:
+            if ci.conf.lib.clang_EvalResult_isUnsignedInt(res):
+                return kind, int(ci.conf.lib.clang_EvalResult_getAsUnsigned(res))
+            return kind, int(ci.conf.lib.clang_EvalResult_getAsLongLong(res))
+        if kind == EVAL_FLOAT:
+            return kind, float(ci.conf.lib.clang_EvalResult_getAsDouble(res))
+        return kind, None
+    finally:
+        ci.conf.lib.clang_EvalResult_dispose(res)
+
+
+def skipped_ranges(tu: ci.TranslationUnit, path: str) -> list[tuple[int, int]]:
+    """Byte ranges of `path` the preprocessor skipped (inactive #if branches)."""
+    _bind()
+    f = tu.get_file(path)
+    lst = ci.conf.lib.clang_getSkippedRanges(tu, f)
+    if not lst:
+        return []
+    try:
+        return [(lst.contents.ranges[i].start.offset, lst.contents.ranges[i].end.offset)
+                for i in range(lst.contents.count)]
+    finally:
+        ci.conf.lib.clang_disposeSourceRangeList(lst)
+
+
+class IsolatedError(Exception):
+    """libclang crashed in the isolated child; the message is ready for the user."""
+
+
+class IsolatedBug(Exception):
+    """The isolated work raised: a bug of etcpre (the message holds the traceback)."""
+
+
+def run_isolated(work: Callable[[], T]) -> T:
+    """Run `work` in a forked child on a thread with a large stack; return its result.
+
+    The result must pickle. An exception in the child comes back as IsolatedBug with
+    its traceback; a child killed by a signal (a libclang crash) as IsolatedError."""
+    rfd, wfd = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: never returns into the caller's code
+        os.close(rfd)
+        # libclang reports what it recovers from on stderr; the parent says what matters
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, 2)
+        status = 0
+        try:
+            payload = _in_big_thread(work)
+        except BaseException as exc:  # noqa: BLE001 - everything goes back to the parent
+            trace = "".join(traceback.format_exception(exc)[-6:])
+            payload = pickle.dumps(("error", f"{type(exc).__name__}: {exc}\n{trace}"))
+            status = 1
+        try:
+            with os.fdopen(wfd, "wb") as out:
+                out.write(payload)
+        finally:
+            os._exit(status)
+    os.close(wfd)
+    with os.fdopen(rfd, "rb") as inp:
+        data = inp.read()
+    _, wstatus = os.waitpid(pid, 0)
+    if os.WIFSIGNALED(wstatus):
+        sig = os.WTERMSIG(wstatus)
+        try:
+            name = signal.Signals(sig).name
+        except ValueError:
+            name = f"signal {sig}"
+        raise IsolatedError(f"libclang crashed ({name})")
+    try:
+        tag, value = pickle.loads(data)
+    except Exception as exc:  # noqa: BLE001
+        raise IsolatedError(f"libclang's results were lost ({exc})") from None
+    if tag == "error":
+        raise IsolatedBug(str(value))
+    return value  # type: ignore[no-any-return]
+
+
+def _in_big_thread(work: Callable[[], T]) -> bytes:
+    # libclang would run the parse on a thread of its own with an 8 MiB stack; this
+    # makes it use ours
+    os.environ["LIBCLANG_NOTHREADS"] = "1"
+    box: list[bytes] = []
+    failure: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            box.append(pickle.dumps(("ok", work())))
+        except BaseException as exc:  # noqa: BLE001 - re-raised on the calling thread
+            failure.append(exc)
+
+    threading.stack_size(PARSE_STACK_BYTES)
+    thread = threading.Thread(target=run, name="etcpre-clang")
+    thread.start()
+    thread.join()
+    if failure:
+        raise failure[0]
+    return box[0]
