@@ -183,3 +183,163 @@ def test_warnings_pass_through(tmp_path: Path) -> None:
     proc = etcc("-Wall", "-Werror=unused-variable", str(src), "-o", str(tmp_path / "w"),
                 cwd=ROOT)
     assert proc.returncode == 0, proc.stderr  # frame fields are never "unused variables"
+
+
+THREADED_C = """#include <stdio.h>
+THREADED MAIN(void)
+{
+    printf("threaded-c in a .c file on node %d of %d\\n", NODE_ID, NUM_NODES);
+    END_FUNCTION();
+}
+"""
+PLAIN_C = """#include <stdio.h>
+/* plain C with etc.h: no #include needed for NODE_ID, NUM_NODES, POLL(), etc_time() */
+void report(void)
+{
+    POLL();
+    printf("plain C on node %d of %d, time %s\\n", NODE_ID, NUM_NODES,
+           etc_time() >= 0 ? "ok" : "bad");
+}
+"""
+CALLER = """void report(void);
+THREADED MAIN(void)
+{
+    report();
+    END_FUNCTION();
+}
+"""
+
+
+def test_x_tc_treats_c_files_as_threaded_c(tmp_path: Path) -> None:
+    # the thesis keeps Threaded-C in .c files: -x tc, as cc's -x
+    (tmp_path / "prog.c").write_text(THREADED_C)
+    proc = etcc("-x", "tc", "prog.c", "-x", "none", "-o", "prog", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    run = etcrun("-n", "2", str(tmp_path / "prog"))
+    assert run.returncode == 0, run.stderr
+    assert run.stdout == "threaded-c in a .c file on node 0 of 2\n"
+
+
+def test_plain_c_files_get_etc_h(tmp_path: Path) -> None:
+    (tmp_path / "report.c").write_text(PLAIN_C)
+    (tmp_path / "main.tc").write_text(CALLER)
+    proc = etcc("-Wall", "-Werror", "main.tc", "report.c", "-o", "prog", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    run = etcrun("-n", "3", str(tmp_path / "prog"))
+    assert run.returncode == 0, run.stderr
+    assert run.stdout == "plain C on node 0 of 3, time ok\n"
+
+
+def test_threaded_c_in_a_plain_c_file_gets_a_hint(tmp_path: Path) -> None:
+    (tmp_path / "prog.c").write_text(THREADED_C)
+    proc = etcc("prog.c", "-o", "prog", cwd=tmp_path)
+    assert proc.returncode == 1
+    assert proc.stderr == ("prog.c:2:1: error: THREADED function 'MAIN' in a plain C file: "
+                           "rename it to prog.tc or compile it with -x tc\n")
+
+
+def test_unknown_language(tmp_path: Path) -> None:
+    proc = etcc("-x", "fortran", "a.c", cwd=tmp_path)
+    assert proc.returncode == 2
+    assert "etcc: error: unknown language 'fortran' for -x (valid: tc, c, none)" in proc.stderr
+
+
+def test_a_program_without_threaded_main(tmp_path: Path) -> None:
+    (tmp_path / "lib.tc").write_text("THREADED f(SPTR done)\n{\n    RSYNC(done);\n"
+                                     "    END_FUNCTION();\n}\n")
+    proc = etcc("lib.tc", "-o", "prog", cwd=tmp_path)
+    assert proc.returncode != 0
+    assert proc.stderr.startswith("etcc: error: the program has no THREADED MAIN"), proc.stderr
+    assert "etc_user_main" not in proc.stderr
+
+
+def test_a_c_main_in_a_plain_c_file(tmp_path: Path) -> None:
+    (tmp_path / "main.c").write_text("int main(void) { return 0; }\n")
+    (tmp_path / "prog.tc").write_text(CALLER.replace("report();", "(void)0;"))
+    proc = etcc("prog.tc", "main.c", "-o", "prog", cwd=tmp_path)
+    assert proc.returncode != 0
+    assert proc.stderr.startswith("etcc: error: the program defines main()"), proc.stderr
+
+
+def test_local_headers_are_found_from_any_directory(tmp_path: Path) -> None:
+    # cc finds "x.h" next to the file that includes it; so must etcc for a .tc file
+    # (the generated C is compiled elsewhere)
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "square.h").write_text("static int square(int x) { return x * x; }\n")
+    (src / "main.tc").write_text('#include <stdio.h>\n#include "square.h"\n'
+                                 'THREADED MAIN(void)\n{\n    printf("%d\\n", square(7));\n'
+                                 "    END_FUNCTION();\n}\n")
+    elsewhere = tmp_path / "build"
+    elsewhere.mkdir()
+    for args in (["-c", "../src/main.tc", "-o", "main.o"], [str(src / "main.tc"), "-o", "p"],
+                 ["-E", "../src/main.tc"]):
+        proc = etcc(*args, cwd=elsewhere)
+        assert proc.returncode == 0, proc.stderr
+    run = etcrun("-n", "1", str(elsewhere / "p"))
+    assert run.stdout == "49\n"
+
+
+def test_cc_diagnostics_land_on_the_tc_token(tmp_path: Path) -> None:
+    # rewritten code is longer than the source: cc's columns are put back on the .tc
+    # line, under the token, also inside INVOKE's arguments and for frame fields
+    src = tmp_path / "cols.tc"
+    src.write_text("THREADED work(SPTR done, int x);\n"
+                   "THREADED MAIN(void)\n{\n    SLOT SYNC_SLOTS[1];\n"
+                   "    struct undefined_type u;\n    int a;\n    a = 1;\n"
+                   "    INIT_SYNC(0, 1, 1, 1);\n"
+                   "    INVOKE(0, work, SLOT_ADR(0), a + nosuch); /* a comment */\n"
+                   "    a = b2;\n    END_THREAD();\nTHREAD_1:\n    a += zz;\n"
+                   "    END_FUNCTION();\n}\n")
+    proc = etcc(str(src), "-o", str(tmp_path / "x"))
+    assert proc.returncode != 0
+    err = proc.stderr
+    assert f"{src}:5:5: error: field" in err and "incomplete type" in err
+    assert f"{src}:9:38: error:" in err and "nosuch" in err
+    assert "    INVOKE(0, work, SLOT_ADR(0), a + nosuch); /* a comment */\n" \
+           "                                     ^\n" in err
+    assert f"{src}:10:9: error:" in err and "b2" in err
+    assert f"{src}:13:10: error:" in err and "zz" in err
+    assert "In thread 1 of threaded function 'MAIN'" in err
+    assert "_MAIN_1" not in err
+
+
+STARTER = """#include <stdio.h>
+THREADED scale(SPTR done, double a, double *GLOBAL out);
+THREADED MAIN(void)
+{
+    SLOT SYNC_SLOTS[1];
+    double r;
+    INIT_SYNC(0, 1, 1, 1);
+    INVOKE(0, scale, SLOT_ADR(0), 2.5, TO_GLOBAL(&r));
+    END_THREAD();
+THREAD_1:
+    printf("%g\\n", r);
+    END_FUNCTION();
+}
+"""
+DEFINER = """THREADED scale(SPTR done, {type} a, double *GLOBAL out)
+{{
+    DATA_RSYNC_D(a * 2.0, out, done);
+    END_FUNCTION();
+}}
+"""
+
+
+def test_files_that_disagree_on_a_threaded_function_do_not_link(tmp_path: Path) -> None:
+    # no header shared, so no translator sees both declarations: the link does
+    (tmp_path / "main.tc").write_text(STARTER)
+    (tmp_path / "bad.tc").write_text(DEFINER.format(type="int"))
+    (tmp_path / "good.tc").write_text(DEFINER.format(type="double"))
+    proc = etcc("main.tc", "bad.tc", "-o", "prog", cwd=tmp_path)
+    assert proc.returncode != 0
+    assert proc.stderr == ("etcc: error: the files disagree on the parameters of threaded "
+                           "function 'scale': the file that defines it and a file that starts "
+                           "it declare it differently (declare it once, in a header every "
+                           "file includes)\n")
+    proc = etcc("main.tc", "good.tc", "-o", "prog", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert etcrun("-n", "2", str(tmp_path / "prog")).stdout == "5\n"
+    proc = etcc("main.tc", "-o", "prog", cwd=tmp_path)
+    assert proc.stderr == "etcc: error: threaded function 'scale' is started, but no file " \
+                          "defines it\n"

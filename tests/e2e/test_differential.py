@@ -1,0 +1,107 @@
+"""Differential: every sample, EBS program and e2e program gives the same output on
+every target. With one node, seq, smp and tcp print the same; with three nodes, smp
+and tcp print the same lines (compared as a multiset: on tcp, lines of different
+nodes may come in another order). A program whose output depends on the target by
+design, or whose run fails by design, is listed with the reason instead.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from support import PROGRAMS, SAMPLES, Builder, run
+
+EBS = SAMPLES / "ebs"
+
+# (source, arguments): small sizes; each run takes well under a second
+CASES: list[tuple[Path, list[str]]] = [
+    *[(tc, []) for tc in sorted(SAMPLES.glob("*.tc"))],
+    *[(tc, []) for tc in sorted(EBS.glob("*.tc"))],
+    (PROGRAMS / "burst.tc", []),
+    (PROGRAMS / "call_loop.tc", ["20000"]),
+    (PROGRAMS / "debug_me.tc", ["12"]),
+    (PROGRAMS / "globals_per_node.tc", []),
+    (PROGRAMS / "heap_blocks.tc", []),
+    (PROGRAMS / "lb_fib.tc", ["15"]),
+    (PROGRAMS / "lb_idle.tc", ["0.05"]),
+    (PROGRAMS / "lb_knary.tc", ["3", "4", "1", "200"]),
+    (PROGRAMS / "lb_queens.tc", ["8", "2"]),
+    (PROGRAMS / "leak.tc", []),
+    (PROGRAMS / "prof_parts.tc", ["0.01"]),
+    (PROGRAMS / "quiescence.tc", []),
+    (PROGRAMS / "remote_ops.tc", []),
+    (PROGRAMS / "stress.tc", ["30000"]),
+    (PROGRAMS / "token_work.tc", ["4", "3", "10"]),
+]
+
+# Not compared, and why.
+EXCLUDED = {
+    "check_misuse": "reports a misuse in the checking build: its run fails by design",
+    "crash": "a node crashes by design",
+    "deadlock": "deadlocks by design",
+    "endless": "runs until interrupted",
+    "exit_early": "a node exits early by design",
+    "forever": "runs until interrupted",
+    "long_thread_crash": "a node crashes by design",
+    "remote_misuse": "misuses a remote slot or node: its run fails by design",
+    "shared_maps": "prints whether memory is shared between nodes, which only smp does",
+    "signals": "a node crashes by design",
+    "timing": "prints measured times, which differ from run to run",
+}
+NEEDS_TWO_NODES = {"burst"}  # one node sending to another
+
+
+def test_every_program_is_compared_or_excluded_with_a_reason() -> None:
+    compared = {tc.stem for tc, _ in CASES if tc.parent == PROGRAMS}
+    assert compared | set(EXCLUDED) == {tc.stem for tc in PROGRAMS.glob("*.tc")}
+    assert not compared & set(EXCLUDED)
+    assert {tc.stem for tc, _ in CASES if tc.parent == EBS} == \
+        {tc.stem for tc in EBS.glob("*.tc")}
+    assert {tc.stem for tc, _ in CASES if tc.parent == SAMPLES} == \
+        {tc.stem for tc in SAMPLES.glob("*.tc")}
+
+
+# leak.tc loses memory on purpose (for the valgrind tests): a sanitized build's leak
+# check must not fail it here
+ENV = {"leak": {**os.environ, "ASAN_OPTIONS": "detect_leaks=0"}}
+
+
+def outputs(build: Builder, source: Path, args: list[str], runs: list[tuple[str, int]]) \
+        -> dict[str, str]:
+    out = {}
+    for target, n in runs:
+        proc = run(build(source, target=target), *args, nodes=n, timeout=120,
+                   env=ENV.get(source.stem))
+        assert proc.returncode == 0, f"{target} on {n} node(s): {proc.stderr}"
+        out[f"{target} on {n} node(s)"] = proc.stdout
+    return out
+
+
+def ids(cases: list[tuple[Path, list[str]]]) -> list[str]:
+    return [f"{tc.parent.name}/{tc.stem}" for tc, _ in cases]
+
+
+ONE_NODE = [c for c in CASES if c[0].stem not in NEEDS_TWO_NODES]
+
+
+@pytest.mark.parametrize(("source", "args"), ONE_NODE, ids=ids(ONE_NODE))
+def test_one_node_same_output_on_every_target(build: Builder, source: Path,
+                                              args: list[str]) -> None:
+    out = outputs(build, source, args, [("seq", 1), ("smp", 1), ("tcp", 1)])
+    first = next(iter(out.values()))
+    assert first, "no output to compare"
+    for where, text in out.items():
+        assert text == first, f"{where} differs from seq:\n{text}\n---\n{first}"
+
+
+@pytest.mark.parametrize(("source", "args"), CASES, ids=ids(CASES))
+def test_three_nodes_same_output_on_smp_and_tcp(build: Builder, source: Path,
+                                                args: list[str]) -> None:
+    out = outputs(build, source, args, [("smp", 3), ("tcp", 3)])
+    smp, tcp = out.values()
+    assert smp, "no output to compare"
+    assert Counter(tcp.splitlines()) == Counter(smp.splitlines()), f"smp:\n{smp}\ntcp:\n{tcp}"
