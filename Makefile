@@ -69,9 +69,11 @@ grammar:
 golden: $(STAMP)
 	@$(PY) tests/golden/regen.py
 
-# A longer mutation-fuzz run of the translator than the suite's few seconds.
+# The translator's structure-aware fuzz: 2,000 mutants (the suite runs 40); prints
+# the count of each outcome. FUZZ_SEED=n for another series.
+FUZZ_SEED ?= 1
 fuzz: $(STAMP)
-	@$(PY) tests/translator/fuzz.py 300
+	@$(PY) tests/translator/fuzz.py --count 2000 --seed $(FUZZ_SEED)
 
 bench: all
 	@$(PY) bench/run.py
