@@ -134,24 +134,32 @@ class Launcher:
         # control connections that have not said HELLO yet: (input, peer, deadline)
         self.pending: dict[socket.socket, tuple[bytearray, object, float]] = {}
         self.stdout: object | None = getattr(sys.stdout, "buffer", None)  # None: closed
+        self.stdout_closed = self.stdout is None  # (not a reader that went away later)
         self.stderr: object | None = getattr(sys.stderr, "buffer", None)
 
     # ---------------------------------------------------------------- output
 
     def _write(self, stream: str, data: bytes) -> None:
         """Writes to our stdout/stderr; a reader that went away (`| head`) is not a
-        failure of the run, and its output is dropped from then on."""
+        failure of the run, and its output is dropped from then on; any other write
+        error (a full disk) ends the run with an error (N10)."""
         sink = self.stdout if stream == "out" else self.stderr
         if sink is None:
+            if stream == "out" and self.stdout_closed:
+                self.stdout_closed = False  # said once
+                self.fail("cannot write to standard output: it is closed")
             return
         try:
             sink.write(data)  # type: ignore[attr-defined]
             sink.flush()  # type: ignore[attr-defined]
-        except OSError:
+        except OSError as exc:
             if stream == "out":
                 self.stdout = None
             else:
                 self.stderr = None
+            if not isinstance(exc, BrokenPipeError):
+                name = "standard output" if stream == "out" else "standard error"
+                self.fail(f"cannot write to {name}: {exc.strerror or exc}")
 
     def emit(self, node: Node, stream: str, data: bytes, eof: bool) -> None:
         buf = node.out[stream]
@@ -161,6 +169,7 @@ class Launcher:
             if nl < 0:
                 if not (eof and buf):
                     break
+                buf += b"\n"  # N10: a last line without one is not glued to the next
                 nl = len(buf) - 1
             line = bytes(buf[: nl + 1])
             del buf[: nl + 1]
@@ -335,8 +344,8 @@ class Launcher:
         if node.conn is not None:
             # it is gone, so all it said is in our socket buffer: read it first
             self.control(node.conn, node)
-        if (status == 0 and node.finished) or self.error is not None:
-            return
+        if (status == 0 and node.finished) or self.error is not None or self.interrupted:
+            return  # (an interrupted run's nodes were stopped: that is said once)
         if node.said_fatal or node.said_lost is not None:
             return  # the cause is reported elsewhere
         if self.phase == "start" and node.conn is None:
@@ -420,7 +429,8 @@ class Launcher:
         listen.listen(self.n + 16)
         listen.setblocking(False)
         self.sel.register(listen, selectors.EVENT_READ, ("listen", None))
-        old = {s: signal.signal(s, self._signal) for s in (signal.SIGINT, signal.SIGTERM)}
+        old = {s: signal.signal(s, self._signal) for s in (signal.SIGINT, signal.SIGTERM,
+                                                          signal.SIGHUP)}
         try:
             self.start(listen)
             deadline = time.monotonic() + self.timeout

@@ -1,5 +1,7 @@
 /* fatal.c: fatal run-time errors. The message names the node; the network
  * layer then ends the whole run, so no other node is left running. */
+#include <errno.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -66,6 +68,36 @@ void etc_fatal_in_thread(const char *fmt, ...)
             snprintf(thread, sizeof thread, "in %s: ", name);
     }
     etc_fatal("%s%s%s", at, thread, msg);
+}
+
+void etc_output_failed(int fd, int err)
+{
+    const char *name = fd == 2 ? "standard error" : "standard output";
+    if (err)
+        etc_fatal("cannot write to %s: %s", name, strerror(err));
+    etc_fatal("cannot write to %s (a write failed)", name);
+}
+
+/* Whether fd is a pipe whose reader went away (`| head`): Linux's poll says
+ * POLLERR for it. For a write that failed earlier, whose errno is gone. */
+static int reader_gone(int fd)
+{
+    struct pollfd p = {.fd = fd, .events = POLLOUT};
+    return poll(&p, 1, 0) == 1 && (p.revents & POLLERR);
+}
+
+void etc_check_stdio(void)
+{
+    FILE *streams[2] = {stdout, stderr};
+    for (int i = 0; i < 2; i++) {
+        errno = 0;
+        int failed = fflush(streams[i]) == EOF;
+        int err = failed ? errno : reader_gone(i + 1) ? EPIPE : 0;
+        if ((failed || ferror(streams[i])) && err != EPIPE) {
+            clearerr(streams[i]);
+            etc_output_failed(i + 1, failed ? err : 0);
+        }
+    }
 }
 
 void etc_die(const char *fmt, ...)

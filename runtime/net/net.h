@@ -64,7 +64,11 @@
  *   N9 types      message types are 1 .. ETC_NET_TYPES - 1; a layer's own
  *                 frames use values the core never sends (>= ETC_NET_TYPES);
  *   N10 output    every node's output lines reach the run's stdout/stderr
- *                 whole, never split or mixed with another node's.
+ *                 whole, never split or mixed with another node's; where a
+ *                 node's output is relayed (a forked or remote node), its
+ *                 unterminated last line gets a newline; a write error on
+ *                 the run's stdout/stderr (not a reader that went away) ends
+ *                 the run with an error.
  */
 
 /* The layer's name and the marker etcrun reads from the program (below). */
@@ -166,6 +170,14 @@ void etc_vfatal(const char *fmt, va_list ap) __attribute__((noreturn));
 /* The same where there is no node yet (start-up, the smp supervisor):
  * `etc: error: ...` and exit status 2. */
 void etc_die(const char *fmt, ...) __attribute__((noreturn, format(printf, 1, 2)));
+
+/* A write error on the run's stdout (fd 1) or stderr (fd 2) with errno err (0:
+ * unknown): `etc: error: node K: cannot write to standard output: ...` (N10). */
+void etc_output_failed(int fd, int err) __attribute__((noreturn));
+/* Flushes this process's stdout and stderr and reports a write error on either
+ * (a reader that went away, EPIPE, is not one), for a layer whose node writes
+ * straight to the run's streams. */
+void etc_check_stdio(void);
 
 /* What each of n nodes was running when the run was interrupted, as
  * "nodes 0-3 were in thread 1 of 'spin' (forever.tc:15); node 4 was idle", for a

@@ -113,10 +113,13 @@ def test_a_node_in_a_long_thread_is_stopped_too(build: Builder, tmp_path: Path,
     left.check()
 
 
-@pytest.mark.parametrize("to_group", [False, True], ids=["launcher", "process-group"])
+@pytest.mark.parametrize(("sig", "to_group"), [
+    (signal.SIGINT, False), (signal.SIGINT, True), (signal.SIGTERM, False),
+    (signal.SIGHUP, False)], ids=["SIGINT-launcher", "SIGINT-process-group", "SIGTERM", "SIGHUP"])
 @pytest.mark.parametrize("target", MULTI, ids=IDS)
-def test_sigint_stops_every_node(build: Builder, tmp_path: Path, target: toolchain.Target,
-                                 to_group: bool) -> None:
+def test_an_interrupt_stops_every_node(build: Builder, tmp_path: Path,
+                                       target: toolchain.Target, sig: int,
+                                       to_group: bool) -> None:
     require(target)
     prog = build("forever.tc", target=target.name)
     left = Leftovers(prog, tmp_path)
@@ -126,12 +129,15 @@ def test_sigint_stops_every_node(build: Builder, tmp_path: Path, target: toolcha
     assert p.stdout is not None
     assert p.stdout.readline() == "running\n"
     if to_group:
-        os.killpg(p.pid, signal.SIGINT)
+        os.killpg(p.pid, sig)
     else:
-        p.send_signal(signal.SIGINT)
+        p.send_signal(sig)
     out, err = p.communicate(timeout=20)
-    assert p.returncode == 130
-    assert "etc: interrupted (SIGINT): stopped all 4 nodes" in err
+    assert p.returncode == 128 + sig
+    # one line and nothing else: the nodes stopped are no failure of their own
+    name = signal.Signals(sig).name
+    assert err.startswith(f"etc: interrupted ({name}): stopped all 4 nodes"), err
+    assert err.count("\n") == 1 and err.endswith("\n"), err
     left.check()
 
 

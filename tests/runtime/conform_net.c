@@ -87,6 +87,17 @@ void etc_die(const char *fmt, ...)
     exit(2);
 }
 
+void etc_output_failed(int fd, int err)
+{
+    etc_fatal("cannot write to fd %d: %s", fd, strerror(err));
+}
+
+void etc_check_stdio(void)
+{
+    if (fflush(stdout) == EOF || fflush(stderr) == EOF)
+        etc_output_failed(1, errno);
+}
+
 void *etc_xmalloc(size_t n)
 {
     void *p = malloc(n ? n : 1);

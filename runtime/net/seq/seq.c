@@ -74,8 +74,7 @@ size_t etc_net_max_message(void)
 
 void etc_net_finish(void)
 {
-    fflush(stdout);
-    fflush(stderr);
+    etc_check_stdio();
     exit(0);
 }
 

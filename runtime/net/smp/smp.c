@@ -485,7 +485,9 @@ int etc_net_write_remote(int node, void *remote_dst, const void *local_src, size
  * stdout/stderr: a line is never split or mixed with another node's, for any
  * length, and lines appear in the order they were written (so a line a node
  * prints before signalling another node comes before anything that node
- * prints after). A partial last line is written when the node ends. */
+ * prints after). A partial last line is written, with a newline, when the node
+ * ends, so that it is not glued to another node's. A write error other than a
+ * reader that went away (EPIPE) is remembered and reported when the node ends. */
 
 typedef struct {
     int fd;
@@ -494,6 +496,7 @@ typedef struct {
 } linebuf;
 
 static linebuf out_lines[2];
+static int out_errno[2]; /* the first write error on fd 1 and 2 */
 static pthread_mutex_t *out_lock;
 static int tag_output;
 
@@ -516,7 +519,9 @@ static void write_all(int fd, const char *p, size_t n)
         if (k < 0) {
             if (errno == EINTR)
                 continue;
-            return; /* the reader went away: drop the output */
+            if (errno != EPIPE && !out_errno[fd - 1])
+                out_errno[fd - 1] = errno;
+            return; /* the output is lost; a reader that went away is no failure */
         }
         p += k;
         n -= (size_t)k;
@@ -574,11 +579,22 @@ static void drain_output(void)
     fflush(stdout);
     fflush(stderr);
     for (int i = 0; i < 2; i++) {
-        if (out_lines[i].len) {
-            emit(out_lines[i].fd, out_lines[i].buf, out_lines[i].len);
-            out_lines[i].len = 0;
-        }
+        if (out_lines[i].len) /* a partial line: whole lines were written already */
+            line_write(&out_lines[i], "\n", 1);
     }
+}
+
+/* N10, at the normal end of a node. */
+static void check_output(void)
+{
+    if (!smp.ctl) { /* one node: the program's own streams, not drained yet */
+        etc_check_stdio();
+        return;
+    }
+    drain_output();
+    for (int i = 0; i < 2; i++)
+        if (out_errno[i])
+            etc_output_failed(i + 1, out_errno[i]);
 }
 
 static void setup_output(void)
@@ -608,7 +624,7 @@ void etc_net_finish(void)
         struct timespec ts = {0, 50000};
         nanosleep(&ts, NULL);
     }
-    drain_output();
+    check_output();
     if (smp.ctl)
         atomic_store(&smp.ctl[smp.me].finished, 1);
     exit(0);
