@@ -161,6 +161,10 @@ def _function(model: Model, fn: ThreadedFunction, emitted: set[str]) -> Generate
                              _user_main(model, fn) if fn.name == "MAIN" else None, types)
 
 
+# Dropped code of up to this many lines is replaced by its line breaks, longer code by
+# a #line directive (three lines of C).
+SKIP_BY_LINE_BREAKS = 3
+
 # Source-map markers (see emit.source_map): text copied from the working text at an
 # offset, or generated for the construct at an offset. Emit removes them.
 MARK_OPEN, MARK_CLOSE = "\ue000", "\ue001"
@@ -441,14 +445,42 @@ class _Renderer:
     def _children_into(self, node: Node, out: list[str]) -> None:
         # slices of the whole text (_gap): node.text would copy the subtree again
         pos = node.start_byte
-        for c in node.children:
-            out.append(self._gap(pos, c.start_byte))
-            if c.id in self._dropped:
-                out.append(_line_breaks(c))
+        children = node.children
+        i = 0
+        while i < len(children):
+            c = children[i]
+            if c.id in self._dropped:  # with the items dropped after it
+                while i + 1 < len(children) and children[i + 1].id in self._dropped:
+                    i += 1
+                pos = self._skip_into(pos, c.start_byte, children[i].end_byte, out)
             else:
+                out.append(self._gap(pos, c.start_byte))
                 self._render_into(c, node, out)
-            pos = c.end_byte
+                pos = c.end_byte
+            i += 1
         out.append(self._gap(pos, node.end_byte))
+
+    def _skip_into(self, pos: int, start: int, end: int, out: list[str]) -> int:
+        """Drops start..end (after the gap from pos): its line breaks stand for it where
+        they are few, else a line directive, so that each thread function holds only
+        the code it runs and the output grows with the code, not with threads times
+        code. Returns where copying goes on."""
+        data = self.data
+        if data.count(b"\n", start, end) <= SKIP_BY_LINE_BREAKS:
+            out.append(self._gap(pos, start))
+            out.append("\n" * data.count(b"\n", start, end))
+            return end
+        # whole lines where the code is alone on its lines: no line of blanks around
+        line_start = data.rfind(b"\n", pos, start) + 1
+        if line_start and not data[line_start:start].strip():
+            out.append(self._gap(pos, line_start))
+        else:
+            out.append(self._gap(pos, start) + "\n")
+        line_end = data.find(b"\n", end)
+        if line_end >= 0 and not data[end:line_end].strip():
+            end = line_end + 1
+        out.append(self.model.working.resume_at(end))
+        return end
 
     def _children(self, node: Node) -> str:
         out: list[str] = []

@@ -17,6 +17,11 @@ from dataclasses import dataclass, field
 from etcpre.source import BOM, SourceFile
 
 
+def c_string(text: str) -> str:
+    """`text` as a C string literal."""
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
 @dataclass(frozen=True, order=True)
 class Edit:
     start: int  # byte range of the old text replaced by `text`
@@ -102,3 +107,18 @@ class WorkingText:
 
     def text(self, start: int, end: int) -> str:
         return self.data[start:end].decode("utf-8", errors="replace")
+
+    def line_directive(self, line: int) -> str:
+        """`#line N "file.tc"`: the next C line is .tc line N."""
+        return f"#line {line} {c_string(self.source.name)}\n"
+
+    def column(self, offset: int) -> int:
+        """Characters before `offset` on its line (where a resumed line starts)."""
+        start = self.data.rfind(b"\n", 0, offset) + 1
+        return len(self.data[start:offset].decode("utf-8", errors="replace"))
+
+    def resume_at(self, offset: int) -> str:
+        """What lets C text copied from `offset` on carry the right .tc line and column
+        after other text: a line directive and the spaces before `offset` on its line
+        (put at the start of a C line)."""
+        return self.line_directive(self.line(offset)) + " " * self.column(offset)

@@ -82,16 +82,7 @@ void _MAIN_0(void *_etc_vpp)
     }
     return;
             
-
-    
-    
-    
-
-     
-         
-      
-    
-    
+#line 48 "conditional.tc"
 }
 }
 #line 11 "conditional.tc"
@@ -102,40 +93,19 @@ void _MAIN_1(void *_etc_v)
 #line 12 "conditional.tc"
 {
             
-    
-     
-                       
-      
-    
-
-             
-                          
-     
-    
+#line 24 "conditional.tc"
       
 #ifdef PAIRS
     
 #endif
             
-    
-
-
-
-
-
-
-    
+#line 37 "conditional.tc"
             
 return; THREAD_1: ;
     _fp->hits += 10;
     etc_sync(&_fp->_slots[1]);
     return;
-
-     
-         
-      
-    
-    
+#line 48 "conditional.tc"
 }
 }
 #line 11 "conditional.tc"
@@ -146,34 +116,13 @@ void _MAIN_2(void *_etc_v)
 #line 12 "conditional.tc"
 {
             
-    
-     
-                       
-      
-    
-
-             
-                          
-     
-    
+#line 24 "conditional.tc"
       
 #ifdef PAIRS
     
 #endif
             
-    
-
-
-
-
-
-
-    
-            
-
-    
-    
-    
+#line 42 "conditional.tc"
 return; THREAD_2: ;
      
          

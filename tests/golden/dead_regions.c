@@ -77,14 +77,7 @@ void _regions_0(void *_etc_vpp)
       
     etc_sync(&_fp->_slots[0]);
     return;
-
-                  
-    
-     
-          
-      
-    
-    
+#line 29 "dead_regions.tc"
 }
 }
 #line 3 "dead_regions.tc"
@@ -99,17 +92,10 @@ void _regions_1(void *_etc_v)
     ;
     extern int only_declared_here;
     
-    
+
 #define TWICE(x) (2 * (x))
     
-    
-    
-    
-              
-        
-      
-    
-    
+#line 21 "dead_regions.tc"
 return; THREAD_1: ;
                   
     _fp->c = TWICE(_fp->c) + _fp->p.a + _fp->p.b + only_declared_here;

@@ -71,8 +71,8 @@ void _token_fib_0(void *_etc_vpp)
     { _token_fib_P *_etc_pp = (_token_fib_P *)etc_param_alloc(sizeof *_etc_pp); _etc_pp->_ret = ETC_STARTED(0, 0, "token_fib", "TOKEN"); _etc_pp->done = ETC_TO_GLOBAL(&_fp->_slots[0]); _etc_pp->n = _fp->n - 2; _etc_pp->result = ETC_TO_GLOBAL(&_fp->r2); etc_token(_token_fib_0, _etc_pp, sizeof *_etc_pp); }
     return;
 
-    
-    
+
+
 }
 }
 #line 6 "fig2_16_call.tc"
@@ -82,17 +82,7 @@ void _token_fib_1(void *_etc_v)
     goto THREAD_1;
 #line 7 "fig2_16_call.tc"
 {
-    
-    
-
-    
-
-
-
-    
-    
-    
-    
+#line 19 "fig2_16_call.tc"
 return; THREAD_1: ;
     etc_data_sync_l(_fp->r1 + _fp->r2, (void *)(_fp->result), _fp->done);
     { ETC_CHECK_END(_fp->_ret, "token_fib", 0); etc_fn_leave(&_etc_fn_token_fib); etc_frame_free(_fp, sizeof *_fp); return; }
@@ -160,8 +150,8 @@ void _call_token_fib_0(void *_etc_vpp)
     { _token_fib_P *_etc_pp = (_token_fib_P *)etc_param_alloc(sizeof *_etc_pp); _etc_pp->_ret = ETC_STARTED(0, 0, "call_token_fib", "INVOKE"); _etc_pp->done = ETC_TO_GLOBAL(&_fp->_slots[0]); _etc_pp->n = _fp->n; _etc_pp->result = ETC_TO_GLOBAL(&_fp->r); etc_invoke(0, _token_fib_0, _etc_pp, sizeof *_etc_pp); }
     return;
 
-    
-    
+
+
 }
 }
 #line 25 "fig2_16_call.tc"
@@ -171,12 +161,7 @@ void _call_token_fib_1(void *_etc_v)
     goto THREAD_1;
 #line 26 "fig2_16_call.tc"
 {
-    
-    
-
-    
-    
-    
+#line 33 "fig2_16_call.tc"
 return; THREAD_1: ;
     *ETC_DEREF(_fp->result, "call_token_fib", __FILE__, __LINE__) = _fp->r;
     { etc_ret _etc_r = _fp->_ret; ETC_CHECK_END(_etc_r, "call_token_fib", 1); etc_fn_leave(&_etc_fn_call_token_fib); etc_frame_free(_fp, sizeof *_fp); etc_return(_etc_r); return; }
@@ -246,8 +231,8 @@ void _call_seq_fib_0(void *_etc_vpp)
     }
     { _call_seq_fib_P *_etc_pp = (_call_seq_fib_P *)etc_param_alloc(sizeof *_etc_pp); _etc_pp->_ret = ETC_STARTED(_call_seq_fib_C1, _fp, "call_seq_fib", "CALL"); _etc_pp->n = _fp->n - 1; _etc_pp->result = ETC_TO_GLOBAL(&_fp->a); etc_call(_call_seq_fib_0, _etc_pp); return; }
     
-    
-    
+
+
 }
 }
 #line 39 "fig2_16_call.tc"
@@ -257,16 +242,11 @@ void _call_seq_fib_C1(void *_etc_v)
     goto _etc_C1;
 #line 40 "fig2_16_call.tc"
 {
-    
-
-    
-
-
-
+#line 47 "fig2_16_call.tc"
     { _call_seq_fib_P *_etc_pp = (_call_seq_fib_P *)etc_param_alloc(sizeof *_etc_pp); _etc_pp->_ret = ETC_STARTED(_call_seq_fib_C1, _fp, "call_seq_fib", "CALL"); _etc_pp->n = _fp->n - 1; _etc_pp->result = ETC_TO_GLOBAL(&_fp->a); etc_call(_call_seq_fib_0, _etc_pp); return; _etc_C1: ; }
     { _call_seq_fib_P *_etc_pp = (_call_seq_fib_P *)etc_param_alloc(sizeof *_etc_pp); _etc_pp->_ret = ETC_STARTED(_call_seq_fib_C2, _fp, "call_seq_fib", "CALL"); _etc_pp->n = _fp->n - 2; _etc_pp->result = ETC_TO_GLOBAL(&_fp->b); etc_call(_call_seq_fib_0, _etc_pp); return; }
     
-    
+
 }
 }
 #line 39 "fig2_16_call.tc"
@@ -276,13 +256,7 @@ void _call_seq_fib_C2(void *_etc_v)
     goto _etc_C2;
 #line 40 "fig2_16_call.tc"
 {
-    
-
-    
-
-
-
-    
+#line 48 "fig2_16_call.tc"
     { _call_seq_fib_P *_etc_pp = (_call_seq_fib_P *)etc_param_alloc(sizeof *_etc_pp); _etc_pp->_ret = ETC_STARTED(_call_seq_fib_C2, _fp, "call_seq_fib", "CALL"); _etc_pp->n = _fp->n - 2; _etc_pp->result = ETC_TO_GLOBAL(&_fp->b); etc_call(_call_seq_fib_0, _etc_pp); return; _etc_C2: ; }
     *ETC_DEREF(_fp->result, "call_seq_fib", __FILE__, __LINE__) = _fp->a + _fp->b;
     { etc_ret _etc_r = _fp->_ret; ETC_CHECK_END(_etc_r, "call_seq_fib", 1); etc_fn_leave(&_etc_fn_call_seq_fib); etc_frame_free(_fp, sizeof *_fp); etc_return(_etc_r); return; }
@@ -340,9 +314,9 @@ void _MAIN_0(void *_etc_vpp)
     _fp->val = 15;
     { _call_token_fib_P *_etc_pp = (_call_token_fib_P *)etc_param_alloc(sizeof *_etc_pp); _etc_pp->_ret = ETC_STARTED(_MAIN_C1, _fp, "MAIN", "CALL"); _etc_pp->n = _fp->val; _etc_pp->result = ETC_TO_GLOBAL(&_fp->res); etc_call(_call_token_fib_0, _etc_pp); return; }
     
-    
-    
-    
+
+
+
 }
 }
 #line 53 "fig2_16_call.tc"
@@ -354,12 +328,12 @@ void _MAIN_C1(void *_etc_v)
 {
     
 
-    
+
     { _call_token_fib_P *_etc_pp = (_call_token_fib_P *)etc_param_alloc(sizeof *_etc_pp); _etc_pp->_ret = ETC_STARTED(_MAIN_C1, _fp, "MAIN", "CALL"); _etc_pp->n = _fp->val; _etc_pp->result = ETC_TO_GLOBAL(&_fp->res); etc_call(_call_token_fib_0, _etc_pp); return; _etc_C1: ; }
     printf("call_token_fib(%d) = %d\n", _fp->val, _fp->res);
     { _call_seq_fib_P *_etc_pp = (_call_seq_fib_P *)etc_param_alloc(sizeof *_etc_pp); _etc_pp->_ret = ETC_STARTED(_MAIN_C2, _fp, "MAIN", "CALL"); _etc_pp->n = _fp->val; _etc_pp->result = ETC_TO_GLOBAL(&_fp->res); etc_call(_call_seq_fib_0, _etc_pp); return; }
     
-    
+
 }
 }
 #line 53 "fig2_16_call.tc"
@@ -369,11 +343,7 @@ void _MAIN_C2(void *_etc_v)
     goto _etc_C2;
 #line 54 "fig2_16_call.tc"
 {
-    
-
-    
-    
-    
+#line 60 "fig2_16_call.tc"
     { _call_seq_fib_P *_etc_pp = (_call_seq_fib_P *)etc_param_alloc(sizeof *_etc_pp); _etc_pp->_ret = ETC_STARTED(_MAIN_C2, _fp, "MAIN", "CALL"); _etc_pp->n = _fp->val; _etc_pp->result = ETC_TO_GLOBAL(&_fp->res); etc_call(_call_seq_fib_0, _etc_pp); return; _etc_C2: ; }
     printf("call_seq_fib(%d) = %d\n", _fp->val, _fp->res);
     { etc_ret _etc_r = _fp->_ret; ETC_CHECK_END(_etc_r, "MAIN", 1); etc_fn_leave(&_etc_fn_MAIN); etc_frame_free(_fp, sizeof *_fp); etc_return(_etc_r); return; }

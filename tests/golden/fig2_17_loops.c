@@ -66,7 +66,7 @@ void _get_loops_p1_0(void *_etc_vpp)
             nop();
         return;
 
-        
+
     }
     etc_data_sync_l(_fp->loops, (void *)(_fp->result), _fp->done);
     stop = 0;
@@ -81,8 +81,8 @@ void _get_loops_p1_1(void *_etc_v)
 #line 7 "fig2_17_loops.tc"
 {
     
-    
-    
+
+
     while (!stop) {
         etc_spawn(_get_loops_p1_1, _fp);
         for (_fp->del = 0; _fp->del < 10 * 4; _fp->del++)

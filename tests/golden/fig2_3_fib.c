@@ -71,8 +71,8 @@ void _fib_0(void *_etc_vpp)
     return;
 
 
-    
-    
+
+
 }
 }
 #line 5 "fig2_3_fib.tc"
@@ -82,17 +82,7 @@ void _fib_1(void *_etc_v)
     goto THREAD_1;
 #line 6 "fig2_3_fib.tc"
 {
-    
-    
-
-    
-
-
-
-    
-    
-    
-    
+#line 18 "fig2_3_fib.tc"
 
 return; THREAD_1: ;
     etc_data_sync_l(_fp->r1 + _fp->r2, (void *)(_fp->result), _fp->done);
@@ -163,9 +153,9 @@ void _MAIN_0(void *_etc_vpp)
     return;
 
 
-    
-    
-    
+
+
+
 }
 }
 #line 24 "fig2_3_fib.tc"
@@ -175,15 +165,7 @@ void _MAIN_1(void *_etc_v)
     goto THREAD_1;
 #line 25 "fig2_3_fib.tc"
 {
-    
-    
-    
-
-    
-    
-    
-    
-    
+#line 35 "fig2_3_fib.tc"
 
 return; THREAD_1: ;
     printf("fib(%d) = %d\n", _fp->n, _fp->result);

@@ -82,8 +82,8 @@ void _vadd_0(void *_etc_vpp)
         etc_get_sync_f((void *)(_fp->b++), (void *)(ETC_TO_GLOBAL(&_fp->lb)), ETC_TO_GLOBAL(&_fp->_slots[0]));
         return;
 
-        
-        
+
+
 
     }
     etc_rsync(_fp->done);
@@ -97,12 +97,7 @@ void _vadd_1(void *_etc_v)
     goto THREAD_1;
 #line 12 "fig2_6_vadd.tc"
 {
-    
-    
-    
-
-    
-    
+#line 19 "fig2_6_vadd.tc"
     for (_fp->i = 0; _fp->i < _fp->n; _fp->i++) {
         etc_get_sync_f((void *)(_fp->a++), (void *)(ETC_TO_GLOBAL(&_fp->la)), ETC_TO_GLOBAL(&_fp->_slots[0]));
         etc_get_sync_f((void *)(_fp->b++), (void *)(ETC_TO_GLOBAL(&_fp->lb)), ETC_TO_GLOBAL(&_fp->_slots[0]));
@@ -123,19 +118,14 @@ void _vadd_2(void *_etc_v)
     goto THREAD_2;
 #line 12 "fig2_6_vadd.tc"
 {
-    
-    
-    
-
-    
-    
+#line 19 "fig2_6_vadd.tc"
     for (_fp->i = 0; _fp->i < _fp->n; _fp->i++) {
         etc_get_sync_f((void *)(_fp->a++), (void *)(ETC_TO_GLOBAL(&_fp->la)), ETC_TO_GLOBAL(&_fp->_slots[0]));
         etc_get_sync_f((void *)(_fp->b++), (void *)(ETC_TO_GLOBAL(&_fp->lb)), ETC_TO_GLOBAL(&_fp->_slots[0]));
         return;
 
-        
-        
+
+
 return; THREAD_2: ;;
     }
     etc_rsync(_fp->done);
@@ -202,16 +192,7 @@ void _MAIN_0(void *_etc_vpp)
     { _vadd_P *_etc_pp = (_vadd_P *)etc_param_alloc(sizeof *_etc_pp); _etc_pp->_ret = ETC_STARTED(0, 0, "MAIN", "INVOKE"); _etc_pp->done = ETC_TO_GLOBAL(&_fp->_slots[0]); _etc_pp->n = N; _etc_pp->a = ETC_TO_GLOBAL(A); _etc_pp->b = ETC_TO_GLOBAL(B); _etc_pp->res = ETC_TO_GLOBAL(RES); etc_invoke(ETC_NUM_NODES - 1, _vadd_0, _etc_pp, sizeof *_etc_pp); }
     return;
 
-
-    
-    
-    
-
-
-
-
-    
-    
+#line 57 "fig2_6_vadd.tc"
 }
 }
 #line 32 "fig2_6_vadd.tc"
@@ -221,18 +202,10 @@ void _MAIN_1(void *_etc_v)
     goto THREAD_1;
 #line 33 "fig2_6_vadd.tc"
 {
-    
-    
-    
-
-    
-
-
-
-    
+#line 43 "fig2_6_vadd.tc"
     /* the vectors live on node 0; the work runs on the last node */
     
-    
+
 
 return; THREAD_1: ;
     _fp->errors = 0;

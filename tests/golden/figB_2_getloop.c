@@ -124,18 +124,7 @@ void _MAIN_0(void *_etc_vpp)
     { _set_value_P *_etc_pp = (_set_value_P *)etc_param_alloc(sizeof *_etc_pp); _etc_pp->_ret = ETC_STARTED(0, 0, "MAIN", "INVOKE"); _etc_pp->done = ETC_TO_GLOBAL(&_fp->_slots[0]); _etc_pp->v = 7; etc_invoke(ETC_NUM_NODES - 1, _set_value_0, _etc_pp, sizeof *_etc_pp); }
     return;
 
-
-    
-    
-    
-    
-
-
-
-
-
-    
-    
+#line 43 "figB_2_getloop.tc"
 }
 }
 #line 15 "figB_2_getloop.tc"
@@ -145,19 +134,7 @@ void _MAIN_1(void *_etc_v)
     goto THREAD_1;
 #line 16 "figB_2_getloop.tc"
 {
-    
-    
-    
-    
-    
-
-    
-    
-    
-    
-    
-    
-    
+#line 30 "figB_2_getloop.tc"
 
 return; THREAD_1: ;
     _fp->valp = ETC_MAKE_GPTR(ETC_NUM_NODES - 1, &value);
@@ -167,7 +144,7 @@ return; THREAD_1: ;
         etc_get_sync_l((void *)(_fp->valp), (void *)(_fp->resp), _fp->ssp0);
         return;
 
-        
+
     }
     printf("read %d words from node %d, sum %d\n", _fp->count, ETC_OWNER_OF(_fp->valp), _fp->sum);
     { ETC_CHECK_END(_fp->_ret, "MAIN", 0); etc_fn_leave(&_etc_fn_MAIN); etc_frame_free(_fp, sizeof *_fp); return; }
@@ -180,24 +157,7 @@ void _MAIN_2(void *_etc_v)
     goto THREAD_2;
 #line 16 "figB_2_getloop.tc"
 {
-    
-    
-    
-    
-    
-
-    
-    
-    
-    
-    
-    
-    
-
-
-    
-    
-    
+#line 35 "figB_2_getloop.tc"
     for (_fp->i = _fp->count; _fp->i > 0; _fp->i--) {
         etc_get_sync_l((void *)(_fp->valp), (void *)(_fp->resp), _fp->ssp0);
         return;

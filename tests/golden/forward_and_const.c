@@ -90,8 +90,8 @@ void _MAIN_0(void *_etc_vpp)
     { _later_without_P *_etc_pp = (_later_without_P *)etc_param_alloc(sizeof *_etc_pp); _etc_pp->_ret = ETC_STARTED(0, 0, "MAIN", "TOKEN"); _etc_pp->done = ETC_TO_GLOBAL(&_fp->_slots[0]); ({ __typeof__(_etc_pp->c) _etc_t = _fp->cfg; __builtin_memcpy((void *)&_etc_pp->c, &_etc_t, sizeof _etc_t); }); _etc_pp->x = _fp->base + 1; _etc_pp->out = ETC_TO_GLOBAL(&_fp->b); etc_token(_later_without_0, _etc_pp, sizeof *_etc_pp); }
     return;
 
-    
-    
+
+
 }
 }
 #line 10 "forward_and_const.tc"
@@ -101,15 +101,7 @@ void _MAIN_1(void *_etc_v)
     goto THREAD_1;
 #line 11 "forward_and_const.tc"
 {
-    
-    
-    
-    
-
-    
-    
-    
-    
+#line 21 "forward_and_const.tc"
 return; THREAD_1: ;
     printf("%d %d (scale %d)\n", _fp->a, _fp->b, _fp->cfg.scale);
     { ETC_CHECK_END(_fp->_ret, "MAIN", 0); etc_fn_leave(&_etc_fn_MAIN); etc_frame_free(_fp, sizeof *_fp); return; }

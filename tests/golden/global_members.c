@@ -138,29 +138,15 @@ void _MAIN_0(void *_etc_vpp)
         { _fill_P *_etc_pp = (_fill_P *)etc_param_alloc(sizeof *_etc_pp); _etc_pp->_ret = ETC_STARTED(0, 0, "MAIN", "INVOKE"); _etc_pp->done = ETC_TO_GLOBAL(&_fp->_slots[0]); etc_invoke(_fp->n, _fill_0, _etc_pp, sizeof *_etc_pp); }
     return;
 
-    
-    
-              /* &p[i].m */
+
+
+          /* &p[i].m */
              /* &p->in.x */
            /* &p->arr[i] */
      /* &(p+i)->arr[j] */
               /* &(*p).m */
                                             /* p->arr decays */
-    
-    
-    
-    
-
-    
-    
-
-
-    
-
-
-
-
-    
+#line 68 "global_members.tc"
 }
 }
 #line 32 "global_members.tc"
@@ -170,16 +156,7 @@ void _MAIN_1(void *_etc_v)
     goto THREAD_1;
 #line 33 "global_members.tc"
 {
-    
-    
-    
-    
-    
-
-    
-    
-
-    
+#line 44 "global_members.tc"
 return; THREAD_1: ;
     _fp->p = ETC_MAKE_GPTR(ETC_NUM_NODES - 1, &table[0]);
     etc_init_sync(&_fp->_slots[1], 8, 8, _MAIN_2, _fp);
@@ -193,17 +170,7 @@ return; THREAD_1: ;
     etc_get_sync_l((void *)(ETC_GADDR((_fp->p) + (2), in.y[_fp->i])), (void *)(ETC_TO_GLOBAL(&_fp->v[6])), ETC_TO_GLOBAL(&_fp->_slots[1]));
     etc_get_sync_l((void *)(ETC_GADDR((_fp->p + 2), in.y[0])), (void *)(ETC_TO_GLOBAL(&_fp->v[7])), ETC_TO_GLOBAL(&_fp->_slots[1]));
     return;
-
-    
-    
-
-
-    
-
-
-
-
-    
+#line 68 "global_members.tc"
 }
 }
 #line 32 "global_members.tc"
@@ -213,29 +180,17 @@ void _MAIN_2(void *_etc_v)
     goto THREAD_2;
 #line 33 "global_members.tc"
 {
-    
-    
-    
-    
-    
-
-    
-    
-
-    
-
-    
-    
-              /* &p[i].m */
+#line 47 "global_members.tc"
+                                                       /* &p[i].m */
              /* &p->in.x */
            /* &p->arr[i] */
      /* &(p+i)->arr[j] */
               /* &(*p).m */
                                             /* p->arr decays */
     
-    
-    
-    
+
+
+
 return; THREAD_2: ;
     _fp->n = ETC_NUM_NODES - 1;
     printf("on the last node: %d %d %d %d %d %d %d\n", ETC_OWNER_OF(ETC_GADDR((_fp->p) + (1), a)) == _fp->n,

@@ -178,15 +178,7 @@ void _MAIN_0(void *_etc_vpp)
     { _square_P *_etc_pp = (_square_P *)etc_param_alloc(sizeof *_etc_pp); _etc_pp->_ret = ETC_STARTED(0, 0, "MAIN", "INVOKE"); _etc_pp->done = ETC_TO_GLOBAL(&_fp->_slots[N_SLOTS - 1]); _etc_pp->x = 4; _etc_pp->out = ETC_TO_GLOBAL(&_fp->b); etc_invoke(0, _square_0, _etc_pp, sizeof *_etc_pp); }
     (_fp->count++) /* BUMP() */;
     return;
-
-    
-    
-    
-
-    
-    
-    
-    
+#line 50 "macros_and_constants.tc"
 }
 }
 #line 30 "macros_and_constants.tc"
@@ -196,24 +188,12 @@ void _MAIN_1(void *_etc_v)
     goto THREAD_1;
 #line 31 "macros_and_constants.tc"
 {
-    
-    
-
-    
-    
-    
-    
-    
-    
+#line 41 "macros_and_constants.tc"
 return; THREAD_1: ;
     (_fp->count++) /* BUMP() */;
     { _nothing_P *_etc_pp = (_nothing_P *)etc_param_alloc(sizeof *_etc_pp); _etc_pp->_ret = ETC_STARTED(0, 0, "MAIN", "INVOKE"); _etc_pp->done = ETC_TO_GLOBAL(&_fp->_slots[S_DONE]); etc_invoke((ETC_NUM_NODES - 1), _nothing_0, _etc_pp, sizeof *_etc_pp); }
     return;
-
-    
-    
-    
-    
+#line 50 "macros_and_constants.tc"
 }
 }
 #line 30 "macros_and_constants.tc"
@@ -223,19 +203,7 @@ void _MAIN_2(void *_etc_v)
     goto THREAD_2;
 #line 31 "macros_and_constants.tc"
 {
-    
-    
-
-    
-    
-    
-    
-    
-    
-
-    
-    
-    
+#line 45 "macros_and_constants.tc"
 return; THREAD_2: ;
     (_fp->count++) /* BUMP() */;
     printf("counted %d, on a node below NUM_NODES: %d\n", _fp->count, ETC_NODE_ID < ETC_NUM_NODES) /* WHERE() */;

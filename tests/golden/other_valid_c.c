@@ -234,24 +234,7 @@ void _MAIN_1(void *_etc_v)
     goto THREAD_1;
 #line 34 "other_valid_c.tc"
 {
-    
-    
-    
-    
-    
-    
-    
-
-    
-
-
-
-
-
-    
-    
-    
-    
+#line 53 "other_valid_c.tc"
 return; THREAD_1: ;
     switch (_fp->n) {
     case 9:

@@ -75,12 +75,7 @@ void _MAIN_0(void *_etc_vpp)
     etc_init_sync(&_fp->_slots[0], 1, 1, _MAIN_1, _fp);
     { _area_P *_etc_pp = (_area_P *)etc_param_alloc(sizeof *_etc_pp); _etc_pp->_ret = ETC_STARTED(0, 0, "MAIN", "INVOKE"); _etc_pp->done = ETC_TO_GLOBAL(&_fp->_slots[0]); _etc_pp->b = _fp->b; _etc_pp->out = ETC_TO_GLOBAL(&_fp->a); etc_invoke(0, _area_0, _etc_pp, sizeof *_etc_pp); }
     return;
-
-           
-                                
-      
-    
-    
+#line 27 "preprocessor.tc"
 }
 }
 #line 12 "preprocessor.tc"
@@ -90,13 +85,7 @@ void _MAIN_1(void *_etc_v)
     goto THREAD_1;
 #line 13 "preprocessor.tc"
 {
-    
-    
-    
-
-    
-    
-    
+#line 21 "preprocessor.tc"
 return; THREAD_1: ;
            
                                 

@@ -208,56 +208,7 @@ void _everything_0(void *_etc_vpp)
     etc_init_sync(&_fp->_slots[2], 2, 2, _everything_3, _fp);
     etc_sync(&_fp->_slots[0]);
     return;
-
-    
-    
-    
-    
-    
-    
-    
-    
-    
-    
-    
-    
-    
-    
-    
-    
-    
-    
-    
-    
-    
-    
-    
-    
-    
-    
-    
-    
-    
-    
-    
-
-    
-    
-    
-    
-    
-    
-    
-    
-    
-    
-    
-    
-    
-      
-    
-
-    
+#line 89 "primitives.tc"
 }
 }
 #line 20 "primitives.tc"
@@ -267,21 +218,7 @@ void _everything_1(void *_etc_v)
     goto THREAD_1;
 #line 23 "primitives.tc"
 {
-    
-    
-    
-    
-    
-    
-    
-    
-    
-
-    
-    
-    
-    
-    
+#line 39 "primitives.tc"
 return; THREAD_1: ;
     etc_data_sync_b('a', (void *)(_fp->cp), ETC_TO_GLOBAL(&_fp->_slots[1]));
     etc_data_sync_s(2, (void *)(_fp->sp), ETC_TO_GLOBAL(&_fp->_slots[1]));
@@ -314,24 +251,7 @@ return; THREAD_1: ;
     etc_blkmov_sync((void *)(ETC_TO_GLOBAL(buf)), (void *)(ETC_TO_GLOBAL(buf + 32)), (16), ETC_TO_GLOBAL(&_fp->_slots[1]));
     etc_blkmov_sync((void *)(ETC_TO_GLOBAL(buf)), (void *)(ETC_TO_GLOBAL(buf + 16)), (16), ETC_TO_GLOBAL(&_fp->_slots[1]));
     return;
-
-    
-    
-    
-    
-    
-    
-    
-    
-    
-    
-    
-    
-    
-      
-    
-
-    
+#line 89 "primitives.tc"
 }
 }
 #line 20 "primitives.tc"
@@ -341,53 +261,7 @@ void _everything_2(void *_etc_v)
     goto THREAD_2;
 #line 23 "primitives.tc"
 {
-    
-    
-    
-    
-    
-    
-    
-    
-    
-
-    
-    
-    
-    
-    
-
-    
-    
-    
-    
-    
-    
-    
-    
-    
-    
-    
-    
-    
-    
-    
-    
-    
-    
-    
-    
-    
-    
-    
-    
-    
-    
-    
-    
-    
-    
-    
+#line 71 "primitives.tc"
 return; THREAD_2: ;
     etc_incr_sync(&_fp->_slots[2], 1);
     etc_rsync(ETC_TO_GLOBAL(&_fp->_slots[2]));
@@ -396,16 +270,7 @@ return; THREAD_2: ;
     { _leaf_P *_etc_pp = (_leaf_P *)etc_param_alloc(sizeof *_etc_pp); _etc_pp->_ret = ETC_STARTED(0, 0, "everything", "INVOKE"); _etc_pp->done = ETC_TO_GLOBAL(&_fp->_slots[2]); _etc_pp->v = 1; etc_invoke(ETC_NODE_ID, _leaf_0, _etc_pp, sizeof *_etc_pp); }
     { _leaf_P *_etc_pp = (_leaf_P *)etc_param_alloc(sizeof *_etc_pp); _etc_pp->_ret = ETC_STARTED(0, 0, "everything", "TOKEN"); _etc_pp->done = ETC_TO_GLOBAL(&_fp->_slots[2]); _etc_pp->v = 2; etc_token(_leaf_0, _etc_pp, sizeof *_etc_pp); }
     { _seqf_P *_etc_pp = (_seqf_P *)etc_param_alloc(sizeof *_etc_pp); _etc_pp->_ret = ETC_STARTED(_everything_C1, _fp, "everything", "CALL"); _etc_pp->out = ETC_TO_GLOBAL(&_fp->x); etc_call(_seqf_0, _etc_pp); return; }
-    
-    
-    
-    
-    
-    
-      
-    
-
-    
+#line 89 "primitives.tc"
 }
 }
 #line 20 "primitives.tc"
@@ -415,69 +280,7 @@ void _everything_3(void *_etc_v)
     goto THREAD_3;
 #line 23 "primitives.tc"
 {
-    
-    
-    
-    
-    
-    
-    
-    
-    
-
-    
-    
-    
-    
-    
-
-    
-    
-    
-    
-    
-    
-    
-    
-    
-    
-    
-    
-    
-    
-    
-    
-    
-    
-    
-    
-    
-    
-    
-    
-    
-    
-    
-    
-    
-    
-    
-
-    
-    
-    
-    
-    
-    
-    
-    
-    
-    
-    
-    
-    
-      
-    
+#line 87 "primitives.tc"
 return; THREAD_3: ;
     { ETC_CHECK_END(_fp->_ret, "everything", 0); etc_fn_leave(&_etc_fn_everything); etc_frame_free(_fp, sizeof *_fp); return; }
 }
@@ -489,60 +292,7 @@ void _everything_C1(void *_etc_v)
     goto _etc_C1;
 #line 23 "primitives.tc"
 {
-    
-    
-    
-    
-    
-    
-    
-    
-    
-
-    
-    
-    
-    
-    
-
-    
-    
-    
-    
-    
-    
-    
-    
-    
-    
-    
-    
-    
-    
-    
-    
-    
-    
-    
-    
-    
-    
-    
-    
-    
-    
-    
-    
-    
-    
-    
-
-    
-    
-    
-    
-    
-    
+#line 78 "primitives.tc"
     { _seqf_P *_etc_pp = (_seqf_P *)etc_param_alloc(sizeof *_etc_pp); _etc_pp->_ret = ETC_STARTED(_everything_C1, _fp, "everything", "CALL"); _etc_pp->out = ETC_TO_GLOBAL(&_fp->x); etc_call(_seqf_0, _etc_pp); return; _etc_C1: ; }
     _fp->owner = ETC_OWNER_OF(_fp->ip);
     _fp->mine = ETC_IS_OWNER(_fp->ip);
@@ -553,7 +303,7 @@ void _everything_C1(void *_etc_v)
     (void)_fp->owner; (void)_fp->mine; (void)_fp->frame;
     return;
 
-    
+
 }
 }
 #pragma GCC diagnostic pop

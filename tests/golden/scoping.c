@@ -95,13 +95,7 @@ void _scopes_0(void *_etc_vpp)
     }
     etc_sync(&_fp->_slots[0]);
     return;
-
-    
-
-
-
-
-    
+#line 38 "scoping.tc"
 }
 }
 #line 7 "scoping.tc"
@@ -111,28 +105,10 @@ void _scopes_1(void *_etc_v)
     goto THREAD_1;
 #line 8 "scoping.tc"
 {
-    
-    
-    
-    
-    
-    
-    
-    
+#line 17 "scoping.tc"
     extern int counter_global;
 
-    
-    
-    
-
-
-
-    
-
-
-
-    
-    
+#line 31 "scoping.tc"
 return; THREAD_1: ;
     {
         ;   /* a second static with the same name */

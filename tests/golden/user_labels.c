@@ -52,11 +52,7 @@ void _MAIN_0(void *_etc_vpp)
     _fp->x = 0;
     etc_spawn(_MAIN_1, _fp);
     return;
-
-    
-    
-
-    
+#line 16 "user_labels.tc"
 done:
     printf("x = %d\n", _fp->x);
     { etc_ret _etc_r = _fp->_ret; ETC_CHECK_END(_etc_r, "MAIN", 1); etc_fn_leave(&_etc_fn_MAIN); etc_frame_free(_fp, sizeof *_fp); etc_return(_etc_r); return; }
@@ -69,11 +65,7 @@ void _MAIN_1(void *_etc_v)
     goto THREAD_1;
 #line 5 "user_labels.tc"
 {
-    
-    
-    
-    
-    
+#line 11 "user_labels.tc"
 return; THREAD_1: ;
     _fp->x++;
     if (_fp->x > 0)

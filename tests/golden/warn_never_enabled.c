@@ -54,11 +54,7 @@ void _f_0(void *_etc_vpp)
     etc_init_sync(&_fp->_slots[0], 1, 1, _f_1, _fp);
     etc_sync(&_fp->_slots[0]);
     return;
-
-    
-
-    
-    
+#line 12 "warn_never_enabled.tc"
 }
 }
 #line 1 "warn_never_enabled.tc"
@@ -69,14 +65,14 @@ void _f_1(void *_etc_v)
 #line 2 "warn_never_enabled.tc"
 {
     
-    
-    
-    
+
+
+
 return; THREAD_1: ;
     return;
 
-    
-    
+
+
 }
 }
 #line 1 "warn_never_enabled.tc"
@@ -86,12 +82,7 @@ void _f_2(void *_etc_v)
     goto THREAD_2;
 #line 2 "warn_never_enabled.tc"
 {
-    
-    
-    
-    
-
-    
+#line 9 "warn_never_enabled.tc"
 return; THREAD_2: ;
     etc_rsync(_fp->done);
     { ETC_CHECK_END(_fp->_ret, "f", 0); etc_fn_leave(&_etc_fn_f); etc_frame_free(_fp, sizeof *_fp); return; }

@@ -54,8 +54,8 @@ void _f_0(void *_etc_vpp)
     etc_sync(&_fp->_slots[0]);
     return;
 
-    
-    
+
+
 }
 }
 #line 1 "warn_unsignalled_slot.tc"
@@ -65,11 +65,7 @@ void _f_1(void *_etc_v)
     goto THREAD_1;
 #line 2 "warn_unsignalled_slot.tc"
 {
-    
-    
-    
-    
-    
+#line 8 "warn_unsignalled_slot.tc"
 return; THREAD_1: ;
     etc_rsync(_fp->done);
     { ETC_CHECK_END(_fp->_ret, "f", 0); etc_fn_leave(&_etc_fn_f); etc_frame_free(_fp, sizeof *_fp); return; }

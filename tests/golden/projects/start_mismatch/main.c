@@ -99,7 +99,7 @@ void _MAIN_0(void *_etc_vpp)
     printf("r = %d\n", _fp->r);
     return;
 
-    
+
 }
 }
 #line 9 "main.tc"
@@ -109,16 +109,7 @@ void _MAIN_1(void *_etc_v)
     goto THREAD_1;
 #line 10 "main.tc"
 {
-    
-    
-
-    
-    
-
-
-
-    
-    
+#line 21 "main.tc"
 return; THREAD_1: ;
     { ETC_CHECK_END(_fp->_ret, "MAIN", 0); etc_fn_leave(&_etc_fn_MAIN); etc_frame_free(_fp, sizeof *_fp); return; }
 }
@@ -131,9 +122,9 @@ void _MAIN_C1(void *_etc_v)
 #line 10 "main.tc"
 {
     
-    
 
-    
+
+
     if (_fp->argc > 1 && strcmp(_fp->argv[1], "invoke") == 0)
         { _back_P *_etc_pp = (_back_P *)etc_param_alloc(sizeof *_etc_pp); _etc_pp->_ret = ETC_STARTED(0, 0, "MAIN", "INVOKE"); _etc_pp->done = ETC_TO_GLOBAL(&_fp->_slots[0]); etc_invoke(ETC_NUM_NODES - 1, _back_0, _etc_pp, sizeof *_etc_pp); }
     else
@@ -141,7 +132,7 @@ void _MAIN_C1(void *_etc_v)
     printf("r = %d\n", _fp->r);
     return;
 
-    
+
 }
 }
 #pragma GCC diagnostic pop

@@ -90,15 +90,7 @@ void _MAIN_0(void *_etc_vpp)
     etc_init_sync(&_fp->_slots[0], 1, 1, _MAIN_1, _fp);
     { _vec_fill_P *_etc_pp = (_vec_fill_P *)etc_param_alloc(sizeof *_etc_pp); _etc_pp->_ret = ETC_STARTED(0, 0, "MAIN", "INVOKE"); _etc_pp->done = ETC_TO_GLOBAL(&_fp->_slots[0]); _etc_pp->v = _fp->v; _etc_pp->first = 0.5; _etc_pp->count = ETC_TO_GLOBAL(&_fp->filled); etc_invoke(ETC_OWNER_OF(_fp->v.data), _vec_fill_0, _etc_pp, sizeof *_etc_pp); }
     return;
-
-    
-    
-    
-    
-
-    
-
-    
+#line 29 "main.tc"
 }
 }
 #line 7 "main.tc"
@@ -109,25 +101,17 @@ void _MAIN_1(void *_etc_v)
 #line 8 "main.tc"
 {
     
-     /* a static: every node has one, at the same address */
-    
-    
-    
-
-    
-    
-    
-    
-    
+ /* a static: every node has one, at the same address */
+#line 20 "main.tc"
 return; THREAD_1: ;
     etc_init_sync(&_fp->_slots[0], 1, 1, _MAIN_2, _fp);
     last_result = ETC_TO_GLOBAL(&_fp->total);
     { _vec_sum_P *_etc_pp = (_vec_sum_P *)etc_param_alloc(sizeof *_etc_pp); _etc_pp->_ret = ETC_STARTED(0, 0, "MAIN", "INVOKE"); _etc_pp->done = ETC_TO_GLOBAL(&_fp->_slots[0]); _etc_pp->v = _fp->v; _etc_pp->out = last_result; etc_invoke(owner_of_data(_fp->v), _vec_sum_0, _etc_pp, sizeof *_etc_pp); }
     return;
 
-    
 
-    
+
+
 }
 }
 #line 7 "main.tc"
@@ -138,21 +122,8 @@ void _MAIN_2(void *_etc_v)
 #line 8 "main.tc"
 {
     
-     /* a static: every node has one, at the same address */
-    
-    
-    
-
-    
-    
-    
-    
-    
-
-    
-    
-    
-    
+ /* a static: every node has one, at the same address */
+#line 25 "main.tc"
 return; THREAD_2: ;
     printf("filled %ld on the last node: %d, sum %.1f\n", _fp->filled,
            owner_of_data(_fp->v) == ETC_NUM_NODES - 1, _fp->total);
