@@ -16,15 +16,18 @@ import os
 import sys
 from pathlib import Path
 
-from etcpre import toolchain
+from etcpre import cpus, toolchain
 from etcpre.cli.common import MAX_NODES, ArgParser, node_count, run_main
 
 
-def _nodes(text: str) -> int:
+def _nodes(text: str) -> int | str:
+    if text == "auto":
+        return text
     try:
         return node_count(text)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"'{text}' is not a node count (1 to {MAX_NODES}, or auto)") from None
 
 
 def _seconds(text: str) -> float:
@@ -44,9 +47,12 @@ def _arg_parser() -> argparse.ArgumentParser:
         epilog="Environment: ETC_NODES and ETC_LB give the same settings; options win.",
     )
     ap.add_argument("-n", "--nodes", type=_nodes, default=None, metavar="N",
-                    help="number of nodes (default: " + "; ".join(
-                        f"{t.name} {t.default_nodes or 'the number of CPUs'}"
+                    help="number of nodes, or 'auto': the CPUs the program may use less "
+                    "those other jobs are using (default: " + "; ".join(
+                        f"{t.name} {t.default_nodes or 'the CPUs it may use'}"
                         for t in toolchain.TARGETS.values()) + ")")
+    ap.add_argument("-v", "--verbose", action="store_true",
+                    help="say how many nodes the run gets and why")
     ap.add_argument("--lb", metavar="NAME",
                     help="load balancer: " + ", ".join(toolchain.BALANCERS))
     ap.add_argument("--prof", action="store_true",
@@ -91,10 +97,18 @@ def _body(argv: list[str]) -> int:
     nodes = opts.nodes
     if nodes is None and os.environ.get("ETC_NODES"):
         try:  # the runtime reads it the same way (runtime/core/sched.c)
-            nodes = node_count(os.environ["ETC_NODES"])
-        except ValueError:
+            nodes = _nodes(os.environ["ETC_NODES"])
+        except argparse.ArgumentTypeError:
             return _fail(f"ETC_NODES='{os.environ['ETC_NODES']}' is not a node count "
-                         f"(1 to {MAX_NODES})")
+                         f"(1 to {MAX_NODES}, or auto)")
+    if nodes == "auto":  # as the runtime decides it (core/cpus.c)
+        found = cpus.auto_nodes(os.environ)
+        nodes = min(found.nodes, target.max_nodes)
+        if opts.verbose:
+            sys.stderr.write(f"etcrun: -n auto: {found.describe()}"
+                             + (f"; the {target.name} target runs {nodes}"
+                                if nodes != found.nodes else "") + "\n")
+    assert nodes is None or isinstance(nodes, int)
     if nodes is not None and nodes > target.max_nodes:
         others = [t.name for t in toolchain.TARGETS.values() if t.max_nodes >= nodes]
         limit = "1 node" if target.max_nodes == 1 else f"at most {target.max_nodes} nodes"
@@ -125,6 +139,10 @@ def _body(argv: list[str]) -> int:
     if opts.tag_output:
         env["ETC_TAG_OUTPUT"] = "1"
     nodes = nodes or target.default_nodes
+    if opts.verbose and opts.nodes != "auto" and os.environ.get("ETC_NODES") != "auto":
+        sys.stderr.write(f"etcrun: {nodes} node{'s' if nodes != 1 else ''}\n" if nodes else
+                         f"etcrun: as many nodes as CPUs the program may use "
+                         f"({cpus.usable_cpus(os.environ)})\n")
     if target.launcher:
         # only the runs of such a target need its launcher
         launcher = importlib.import_module(f"etcpre.launch.{target.launcher}")

@@ -227,7 +227,8 @@ static void on_interrupt(int sig, siginfo_t *si, void *uc)
     pass_on(sig, si, (int)NFATAL + index, 1);
 }
 
-/* SIGURG from the smp supervisor: say which thread this node is in. */
+/* SIGURG (the smp supervisor, or the tcp layer asked by its launcher): say which
+ * thread this node is in. */
 static void on_asked(int sig, siginfo_t *si, void *uc)
 {
     (void)sig;
@@ -265,11 +266,9 @@ void etc_crash_init(void)
 #endif
     for (size_t i = 0; i < NFATAL; i++)
         install(FATAL_SIGNALS[i], on_fatal, &previous[i]);
-    if (etc_rts.num_nodes != 1) {
-        /* the supervisor or the launcher stops the nodes and says why */
-        install(SIGURG, on_asked, NULL);
-        return;
-    }
+    install(SIGURG, on_asked, NULL); /* the supervisor, the launcher or a layer asks */
+    if (etc_rts.num_nodes != 1)
+        return; /* the supervisor or the launcher stops the nodes and says why */
     for (size_t i = 0; i < NINTERRUPT; i++) {
         struct sigaction now;
         if (sigaction(INTERRUPTS[i], NULL, &now) == 0 && now.sa_handler == SIG_DFL &&

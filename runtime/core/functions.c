@@ -149,8 +149,8 @@ int etc_thread_start(etc_thread ip, const char **file, int *line)
     return 1;
 }
 
-/* "thread 1 of 'spin' (forever.tc:15)", or "idle" for no thread. */
-static void running_text(etc_thread ip, char *buf, size_t cap)
+/* net.h: "in thread 1 of 'spin' (forever.tc:15)", "idle", "between two threads". */
+void etc_describe_running(etc_thread ip, char *buf, size_t cap)
 {
     const char *file;
     int line;
@@ -180,7 +180,7 @@ void etc_describe_nodes(const etc_thread *ran, int n, char *buf, size_t cap)
             last++;
         if (ran[k] != ETC_RUNNING_UNKNOWN) {
             char what[320];
-            running_text(ran[k], what, sizeof what);
+            etc_describe_running(ran[k], what, sizeof what);
             if (last == k)
                 used += (size_t)snprintf(buf + used, cap - used, "%snode %d was %s",
                                          used ? "; " : "", k, what);

@@ -150,6 +150,9 @@ void etc_check_received(const etc_origin *outer);
 
 /* crash.c: fatal signals and interrupts reported with the thread and line */
 void etc_crash_init(void);
+
+/* cpus.c: the node count ETC_NODES=auto means (etc_usable_cpus is in net/net.h). */
+int etc_auto_nodes(void);
 /* The address of the instruction a signal interrupted (0 if unknown here). */
 uintptr_t etc_interrupted_pc(const void *ucontext);
 

@@ -92,10 +92,9 @@ void etc_call(etc_thread fn, void *pp)
 
 static int spin_limit(void)
 {
-    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
     /* With more nodes than cores a spinning node steals the core of a busy one:
      * block almost at once. */
-    return etc_rts.num_nodes > cpus ? 4 : 2000;
+    return etc_rts.num_nodes > etc_usable_cpus() ? 4 : 2000;
 }
 
 /* Returns 1 when the run is over. */
@@ -229,16 +228,18 @@ static int env_nodes(void)
     const char *s = getenv("ETC_NODES");
     if (!s || !*s)
         return 0;
+    if (strcmp(s, "auto") == 0) /* (seq runs one node whatever the machine) */
+        return strcmp(etc_net_name, "seq") == 0 ? 1 : etc_auto_nodes();
     /* decimal digits only, as etcrun reads it (etcpre/cli/common.py node_count):
      * no sign, space or '_' */
     long n = 0;
     for (const char *c = s; *c; c++) {
         if (*c < '0' || *c > '9' || n > ETC_MAX_NODES)
-            etc_die("ETC_NODES='%s' is not a node count (1 to %d)", s, ETC_MAX_NODES);
+            etc_die("ETC_NODES='%s' is not a node count (1 to %d, or auto)", s, ETC_MAX_NODES);
         n = n * 10 + (*c - '0');
     }
     if (n < 1 || n > ETC_MAX_NODES)
-        etc_die("ETC_NODES='%s' is not a node count (1 to %d)", s, ETC_MAX_NODES);
+        etc_die("ETC_NODES='%s' is not a node count (1 to %d, or auto)", s, ETC_MAX_NODES);
     return (int)n;
 }
 

@@ -186,6 +186,13 @@ void etc_check_stdio(void);
 #define ETC_RUNNING_UNKNOWN ((void (*)(void *))(uintptr_t)1)
 #define ETC_RUNNING_BETWEEN ((void (*)(void *))(uintptr_t)2)
 void etc_describe_nodes(void (*const *ran)(void *), int n, char *buf, size_t cap);
+/* The same for one node, without its number: "in thread 1 of 'spin' (forever.tc:15)",
+ * "idle", "between two threads" (for a node that reports itself). */
+void etc_describe_running(void (*ran)(void *), char *buf, size_t cap);
+
+/* The CPUs this program may use: its affinity mask, capped by its cgroup's CPU
+ * quota and SLURM_CPUS_PER_TASK (core/cpus.c). */
+int etc_usable_cpus(void);
 
 /* Allocation that never returns NULL (out of memory is a fatal error). */
 void *etc_xmalloc(size_t n);

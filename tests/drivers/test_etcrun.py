@@ -67,7 +67,7 @@ def test_errors(build: Builder, tmp_path: Path) -> None:
     cases = [
         (["-n", "2", str(tmp_path / "missing")], "no such file"),
         (["--frobnicate", "x"], "unrecognized arguments"),
-        (["-n", "0", str(build("fib.tc"))], "'0' is not a node count (1 to 65534)"),
+        (["-n", "0", str(build("fib.tc"))], "'0' is not a node count (1 to 65534, or auto)"),
         (["--lb", "best", str(build("fib.tc"))], "unknown load balancer 'best'"),
         (["--prof", str(build("fib.tc"))], "was not built with -prof"),
         (["--hosts", "h", str(build("fib.tc"))], "--hosts needs a tcp program"),

@@ -36,12 +36,13 @@ def test_etc_nodes_is_read_the_same_by_etcrun_and_by_the_program(build: Builder,
     env = {**os.environ, "ETC_NODES": count}
     by_etcrun = etcrun(str(prog), env=env)
     assert by_etcrun.returncode == 2
-    assert f"etcrun: error: ETC_NODES='{count}' is not a node count (1 to 65534)" \
+    assert f"etcrun: error: ETC_NODES='{count}' is not a node count (1 to 65534, or auto)" \
         in by_etcrun.stderr
     alone = subprocess.run([str(prog)], capture_output=True, text=True, env=env, timeout=60,
                            check=False)
     assert alone.returncode == 2
-    assert f"etc: error: ETC_NODES='{count}' is not a node count (1 to 65534)" in alone.stderr
+    assert f"etc: error: ETC_NODES='{count}' is not a node count (1 to 65534, or auto)" \
+        in alone.stderr
     option = etcrun("-n", count, str(prog))
     assert option.returncode == 2
     assert f"'{count}' is not a node count" in option.stderr

@@ -41,6 +41,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "etc.h"
 #include "net/net.h"
@@ -123,6 +124,17 @@ void etc_describe_nodes(void (*const *ran)(void *), int n, char *buf, size_t cap
 {
     (void)ran;
     snprintf(buf, cap, "%d nodes", n);
+}
+
+int etc_usable_cpus(void)
+{
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n > 0 ? (int)n : 1;
+}
+
+void etc_describe_running(void (*ran)(void *), char *buf, size_t cap)
+{
+    snprintf(buf, cap, "%s", ran ? "in a thread" : "idle");
 }
 
 /* ================================================= the test */

@@ -654,7 +654,7 @@ void etc_net_fatal_signal(void)
 static void start_barrier(void)
 {
     _Atomic uint32_t *w = &smp.hdr->started;
-    int block = smp.n > sysconf(_SC_NPROCESSORS_ONLN);
+    int block = smp.n > etc_usable_cpus();
     uint32_t now = atomic_fetch_add(w, 1) + 1;
     if (now == (uint32_t)smp.n) {
         if (block)
@@ -778,8 +778,7 @@ static void __attribute__((noreturn)) supervise(pid_t *pids, const sigset_t *sig
 
 void etc_net_start(int want, int *node_id, int *num_nodes)
 {
-    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-    int n = want ? want : (int)(cpus > 0 ? cpus : 1);
+    int n = want ? want : etc_usable_cpus();
     if (n > SMP_MAX_NODES)
         etc_die("the smp target runs at most %d nodes, not %d", SMP_MAX_NODES, n);
     smp.n = n;
