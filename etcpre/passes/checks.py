@@ -246,7 +246,7 @@ def _jump_to_thread(fn: ThreadedFunction, node: Node, rep: Reporter) -> None:
     if int(n) not in fn.labels:
         rep.error(node.start_byte, f"{what}THREAD_{n}: '{fn.name}' has no THREAD_{n} label")
         return
-    for entry in fn.reach.dropped:
+    for entry in fn.reach.names:
         if entry != n and fn.reach.keeps(entry, node, fn.body):
             thread = f"thread {entry}" if not entry.startswith("C") else \
                 f"the code after CALL number {entry[1:]}"

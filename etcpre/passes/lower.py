@@ -409,14 +409,13 @@ class _Renderer:
         self._marks = marks.points
         self._indexed = marks.indexed
         self.data = model.working.data
-        self._dropped: frozenset[int] = frozenset()
-        self._dropped_at: list[int] = []
-        if reached is not None and entry is not None:
-            self._dropped = reached.dropped[entry]
-            self._dropped_at = reached.dropped_starts[entry]
+        # blocks are walked item by item where the entry may drop some (reach's plan)
+        self._reach = reached if entry is not None else None
+        self._blocks = reached.block_starts if self._reach is not None else []
+        self._preproc_dead: dict[int, bool] = {}  # a conditional's start, from its block
 
     def _has_marks(self, node: Node) -> bool:
-        for points in (self._marks, self._dropped_at):
+        for points in (self._marks, self._blocks):
             i = bisect.bisect_left(points, node.start_byte)
             if i < len(points) and points[i] < node.end_byte:
                 return True
@@ -444,20 +443,49 @@ class _Renderer:
 
     def _children_into(self, node: Node, out: list[str]) -> None:
         # slices of the whole text (_gap): node.text would copy the subtree again
+        if self._reach is not None and self.entry is not None and (
+                node.type == "compound_statement" or node.type in PREPROC_BLOCKS):
+            self._block_into(node, out)
+            return
         pos = node.start_byte
-        children = node.children
-        i = 0
-        while i < len(children):
-            c = children[i]
-            if c.id in self._dropped:  # with the items dropped after it
-                while i + 1 < len(children) and children[i + 1].id in self._dropped:
-                    i += 1
-                pos = self._skip_into(pos, c.start_byte, children[i].end_byte, out)
-            else:
+        for c in node.children:
+            out.append(self._gap(pos, c.start_byte))
+            self._render_into(c, node, out)
+            pos = c.end_byte
+        out.append(self._gap(pos, node.end_byte))
+
+    def _block_into(self, node: Node, out: list[str]) -> None:
+        """A block, visiting only what this entry keeps: each run of dropped items
+        (with what lies between them) is skipped in one step."""
+        assert self._reach is not None and self.entry is not None
+        plan = self._reach.plan(self.entry, node, self._preproc_dead.get(node.id))
+        children, where = plan.children, plan.child_index
+        pos = node.start_byte
+        next_child = 0
+
+        def copy_up_to(end: int) -> None:  # children next_child .. end - 1, as they are
+            nonlocal pos, next_child
+            for c in children[next_child:end]:
                 out.append(self._gap(pos, c.start_byte))
                 self._render_into(c, node, out)
                 pos = c.end_byte
-            i += 1
+            next_child = max(next_child, end)
+
+        previous = -1
+        for k in [*plan.kept, len(plan.items)]:
+            if k > previous + 1:  # items previous+1 .. k-1 are dropped
+                first, last = where[previous + 1], where[k - 1]
+                copy_up_to(first)
+                pos = self._skip_into(pos, children[first].start_byte, children[last].end_byte,
+                                      out)
+                next_child = last + 1
+            if k == len(plan.items):
+                break
+            if k in plan.sub_dead:
+                self._preproc_dead[plan.items[k].id] = plan.sub_dead[k]
+            copy_up_to(where[k] + 1)
+            previous = k
+        copy_up_to(len(children))
         out.append(self._gap(pos, node.end_byte))
 
     def _skip_into(self, pos: int, start: int, end: int, out: list[str]) -> int:

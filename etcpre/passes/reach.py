@@ -8,13 +8,13 @@ through, and code before this entry's own label cannot be reached either unless 
 brings control back to it; such code is reachable again only through a jump target
 inside it (a C label, a `case`, this entry's own label or continuation).
 
-This module only decides; `lower` renders. The analysis runs once per threaded
-function over its block items, and its result says for every entry which items that
-entry's C function drops.
+This module only decides; `lower` renders, asking block by block what an entry keeps
+(`Reach.plan`).
 """
 
 from __future__ import annotations
 
+import bisect
 from dataclasses import dataclass
 
 from etcpre.passes.syntax import Node, call_name, label_number
@@ -44,22 +44,16 @@ class Entries:
 
 
 @dataclass(frozen=True)
-class Reach:
-    """For each entry name ("0", "3", "C1", ...): the ids of the block items its C
-    function drops (they are replaced by their line breaks)."""
+class Plan:
+    """What one entry's C function keeps of one block (a compound statement or a
+    preprocessor conditional): the indices (into `items(block)`) of the items it
+    keeps, and for each kept preprocessor conditional whether it starts dead."""
 
-    dropped: dict[str, frozenset[int]]
-    dropped_starts: dict[str, list[int]]  # the same items' start bytes, sorted
-
-    def keeps(self, entry: str, node: Node, body: Node) -> bool:
-        """Is `node` (inside `body`) part of entry's C function?"""
-        gone = self.dropped[entry]
-        n: Node | None = node
-        while n is not None and n.id != body.id:
-            if n.id in gone:
-                return False
-            n = n.parent
-        return True
+    items: list[Node]
+    kept: list[int]
+    sub_dead: dict[int, bool]
+    children: list[Node]  # the block's children (shared by every plan of it)
+    child_index: list[int]  # where each item is among them
 
 
 def items(block: Node) -> list[Node]:
@@ -69,33 +63,44 @@ def items(block: Node) -> list[Node]:
 
 
 def analyse(entries: Entries) -> Reach:
-    info = _Facts(entries)
-    dropped = {e: info.dropped(e) for e in entries.names()}
-    return Reach({e: frozenset(n.id for n in d) for e, d in dropped.items()},
-                 {e: sorted(n.start_byte for n in d) for e, d in dropped.items()})
+    return Reach(entries)
 
 
-class _Facts:
-    """What every entry's analysis asks of the tree, computed once, bottom-up."""
+class Reach:
+    """Which block items each entry's C function keeps, asked block by block.
+
+    An entry whose label (or CALL) is not inside a block sees that block as every such
+    entry does: its plan is computed once and shared. An entry held in a block sees it
+    as the shared plan with the same start, except from the item holding it to where
+    its state meets the shared one again (the end of its own thread): the work per
+    entry is the code that entry keeps, so the whole analysis and the output grow with
+    the code, not with threads times code."""
 
     def __init__(self, entries: Entries) -> None:
         self.entries = entries
+        self.names = entries.names()
         self.call_entry = {c.id: f"C{k}" for k, c in enumerate(entries.calls, 1)}
         self.holds: dict[int, frozenset[str]] = {}  # node id -> entries inside it
         self.jump_target: set[int] = set()  # ids of nodes holding a C label or case
-        self.blocks: list[Node] = []  # compound statements, outermost first
-        self.in_loop: set[int] = set()  # ids of blocks inside a loop of the body
+        self.in_loop: set[int] = set()  # ids of compound statements inside a loop
+        self.block_starts: list[int] = []  # start bytes of every block, sorted
+        self._items: dict[int, tuple[list[Node], list[Node], list[int]]] = {}
+        self._holder: dict[int, dict[str, int]] = {}  # block -> entry -> its item
+        self._shared: dict[tuple[int, bool], tuple[Plan, list[bool]]] = {}
         self._collect()
+
+    # -- facts, once, bottom-up
 
     def _collect(self) -> None:
         # iterative post-order, so that nesting depth costs no Python recursion
         stack: list[tuple[Node, bool, bool]] = [(self.entries.body, False, False)]
+        starts = []
         while stack:
             node, done, looped = stack.pop()
             if not done:
-                if node.type == "compound_statement":
-                    self.blocks.append(node)
-                    if looped:
+                if node.type == "compound_statement" or node.type in PREPROC_BLOCKS:
+                    starts.append(node.start_byte)
+                    if looped and node.type == "compound_statement":
                         self.in_loop.add(node.id)
                 stack.append((node, True, looped))
                 inner = looped or node.type in _LOOPS
@@ -114,12 +119,22 @@ class _Facts:
                 self.holds[node.id] = frozenset(here)
             if jump:
                 self.jump_target.add(node.id)
+        self.block_starts = sorted(starts)
 
-    def _reachable_inside(self, item: Node, entry: str) -> bool:
-        return item.id in self.jump_target or entry in self.holds.get(item.id, frozenset())
+    def _items_of(self, block: Node) -> tuple[list[Node], list[Node], list[int]]:
+        """The block's items, its children, and where each item is among them (once:
+        the binding makes a new list of children at every call)."""
+        got = self._items.get(block.id)
+        if got is None:
+            its = items(block)
+            children = block.children
+            where = {c.id: i for i, c in enumerate(children)}
+            got = self._items[block.id] = (its, children, [where[it.id] for it in its])
+        return got
 
-    def _ends_thread(self, item: Node, entry: str) -> bool:
-        """Does this block item unconditionally leave entry's C function?"""
+    def _ends_thread(self, item: Node, entry: str | None) -> bool:
+        """Does this block item unconditionally leave entry's C function? (None: an
+        entry whose label and CALL are elsewhere.)"""
         if item.type == "thread_label":
             return str(label_number(item)) != entry
         if item.type != "expression_statement":
@@ -136,25 +151,94 @@ class _Facts:
         return item.type in _DECLARING or (
             item.type == "declaration" and item.id not in self.entries.frame_declarations)
 
-    def dropped(self, entry: str) -> list[Node]:
-        out: list[Node] = []
-        # (block, dead at its start); preprocessor conditionals inherit the state of the
-        # block around them, compound statements start from their own
-        work: list[tuple[Node, bool]] = []
-        for block in self.blocks:
-            dead = entry != "0" and entry in self.holds.get(block.id, frozenset()) and \
-                block.id not in self.in_loop
-            work.append((block, dead))
-        while work:
-            block, dead = work.pop()
-            for item in items(block):
-                if dead and not self._reachable_inside(item, entry):
-                    if item.type in PREPROC_BLOCKS:
-                        work.append((item, True))
-                    elif not self._declares_only(item):
-                        out.append(item)
-                    continue
-                if item.type in PREPROC_BLOCKS:
-                    work.append((item, False))
-                dead = self._ends_thread(item, entry)
-        return out
+    # -- plans
+
+    def _step(self, item: Node, k: int, dead: bool, entry: str | None, plan: Plan) -> bool:
+        """One item of a block: records what the plan keeps, returns the state after."""
+        reachable = item.id in self.jump_target or (
+            entry is not None and entry in self.holds.get(item.id, frozenset()))
+        preproc = item.type in PREPROC_BLOCKS
+        if dead and not reachable:
+            if preproc:
+                plan.kept.append(k)
+                plan.sub_dead[k] = True
+            elif self._declares_only(item):
+                plan.kept.append(k)
+            return True
+        plan.kept.append(k)
+        if preproc:
+            plan.sub_dead[k] = False
+        return self._ends_thread(item, entry)
+
+    def _shared_plan(self, block: Node, dead: bool) -> tuple[Plan, list[bool]]:
+        """The plan of every entry not held in `block`, from a start state, and the
+        state before each item (and after the last)."""
+        key = (block.id, dead)
+        got = self._shared.get(key)
+        if got is None:
+            its, children, where = self._items_of(block)
+            plan = Plan(its, [], {}, children, where)
+            before = []
+            for k, item in enumerate(its):
+                before.append(dead)
+                dead = self._step(item, k, dead, None, plan)
+            before.append(dead)
+            got = self._shared[key] = (plan, before)
+        return got
+
+    def plan(self, entry: str, block: Node, dead: bool | None = None) -> Plan:
+        """What entry's C function keeps of `block`. `dead`: the start state of a
+        preprocessor conditional (its enclosing block's); a compound statement starts
+        dead for an entry inside it (its code before the entry's label is reached only
+        by a loop), else alive."""
+        held = entry in self.holds.get(block.id, frozenset())
+        if dead is None:
+            dead = entry != "0" and held and block.id not in self.in_loop
+        shared, before = self._shared_plan(block, dead)
+        if not held:
+            return shared
+        its = shared.items
+        holder = self._holder.get(block.id)
+        if holder is None:
+            holder = self._holder[block.id] = {
+                e: k for k, item in enumerate(its) for e in self.holds.get(item.id, ())}
+        j = holder[entry]
+        cut = bisect.bisect_left(shared.kept, j)
+        plan = Plan(its, shared.kept[:cut], {k: shared.sub_dead[k] for k in shared.kept[:cut]
+                                              if k in shared.sub_dead},
+                    shared.children, shared.child_index)
+        state = before[j]
+        k = j
+        while k < len(its) and (k == j or state != before[k]):
+            state = self._step(its[k], k, state, entry, plan)
+            k += 1
+        rest = bisect.bisect_left(shared.kept, k)
+        plan.kept.extend(shared.kept[rest:])
+        plan.sub_dead.update((i, shared.sub_dead[i]) for i in shared.kept[rest:]
+                             if i in shared.sub_dead)
+        return plan
+
+    def keeps(self, entry: str, node: Node, body: Node) -> bool:
+        """Is `node` (inside `body`) part of entry's C function?"""
+        chain = []
+        n: Node | None = node
+        while n is not None and n.id != body.id:
+            chain.append(n)
+            n = n.parent
+        block: Node | None = body
+        dead: bool | None = None
+        for n in reversed(chain):  # from the body down
+            inner_dead = None
+            if block is not None:  # n is a child of block: is it an item it drops?
+                p = self.plan(entry, block, dead)
+                k = next((i for i, it in enumerate(p.items) if it.id == n.id), None)
+                if k is not None and k not in p.kept:
+                    return False
+                inner_dead = p.sub_dead.get(k) if k is not None else None
+            if n.type == "compound_statement":
+                block, dead = n, None
+            elif n.type in PREPROC_BLOCKS:
+                block, dead = n, inner_dead
+            else:
+                block = None
+        return True

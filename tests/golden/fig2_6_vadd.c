@@ -202,10 +202,7 @@ void _MAIN_1(void *_etc_v)
     goto THREAD_1;
 #line 33 "fig2_6_vadd.tc"
 {
-#line 43 "fig2_6_vadd.tc"
-    /* the vectors live on node 0; the work runs on the last node */
-    
-
+#line 46 "fig2_6_vadd.tc"
 
 return; THREAD_1: ;
     _fp->errors = 0;

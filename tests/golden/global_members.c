@@ -137,15 +137,6 @@ void _MAIN_0(void *_etc_vpp)
     for (_fp->n = 0; _fp->n < ETC_NUM_NODES; _fp->n++)
         { _fill_P *_etc_pp = (_fill_P *)etc_param_alloc(sizeof *_etc_pp); _etc_pp->_ret = ETC_STARTED(0, 0, "MAIN", "INVOKE"); _etc_pp->done = ETC_TO_GLOBAL(&_fp->_slots[0]); etc_invoke(_fp->n, _fill_0, _etc_pp, sizeof *_etc_pp); }
     return;
-
-
-
-          /* &p[i].m */
-             /* &p->in.x */
-           /* &p->arr[i] */
-     /* &(p+i)->arr[j] */
-              /* &(*p).m */
-                                            /* p->arr decays */
 #line 68 "global_members.tc"
 }
 }
@@ -180,17 +171,7 @@ void _MAIN_2(void *_etc_v)
     goto THREAD_2;
 #line 33 "global_members.tc"
 {
-#line 47 "global_members.tc"
-                                                       /* &p[i].m */
-             /* &p->in.x */
-           /* &p->arr[i] */
-     /* &(p+i)->arr[j] */
-              /* &(*p).m */
-                                            /* p->arr decays */
-    
-
-
-
+#line 57 "global_members.tc"
 return; THREAD_2: ;
     _fp->n = ETC_NUM_NODES - 1;
     printf("on the last node: %d %d %d %d %d %d %d\n", ETC_OWNER_OF(ETC_GADDR((_fp->p) + (1), a)) == _fp->n,

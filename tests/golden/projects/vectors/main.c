@@ -100,8 +100,6 @@ void _MAIN_1(void *_etc_v)
     goto THREAD_1;
 #line 8 "main.tc"
 {
-    
- /* a static: every node has one, at the same address */
 #line 20 "main.tc"
 return; THREAD_1: ;
     etc_init_sync(&_fp->_slots[0], 1, 1, _MAIN_2, _fp);
@@ -121,8 +119,6 @@ void _MAIN_2(void *_etc_v)
     goto THREAD_2;
 #line 8 "main.tc"
 {
-    
- /* a static: every node has one, at the same address */
 #line 25 "main.tc"
 return; THREAD_2: ;
     printf("filled %ld on the last node: %d, sum %.1f\n", _fp->filled,
