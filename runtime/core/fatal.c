@@ -86,7 +86,7 @@ static int reader_gone(int fd)
     return poll(&p, 1, 0) == 1 && (p.revents & POLLERR);
 }
 
-void etc_check_stdio(void)
+void etc_flush_output_checked(void)
 {
     FILE *streams[2] = {stdout, stderr};
     for (int i = 0; i < 2; i++) {

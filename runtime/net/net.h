@@ -177,7 +177,7 @@ void etc_output_failed(int fd, int err) __attribute__((noreturn));
 /* Flushes this process's stdout and stderr and reports a write error on either
  * (a reader that went away, EPIPE, is not one), for a layer whose node writes
  * straight to the run's streams. */
-void etc_check_stdio(void);
+void etc_flush_output_checked(void);
 
 /* What each of n nodes was running when the run was interrupted, as
  * "nodes 0-3 were in thread 1 of 'spin' (forever.tc:15); node 4 was idle", for a

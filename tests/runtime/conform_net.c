@@ -93,7 +93,7 @@ void etc_output_failed(int fd, int err)
     etc_fatal("cannot write to fd %d: %s", fd, strerror(err));
 }
 
-void etc_check_stdio(void)
+void etc_flush_output_checked(void)
 {
     if (fflush(stdout) == EOF || fflush(stderr) == EOF)
         etc_output_failed(1, errno);

@@ -74,7 +74,7 @@ size_t etc_net_max_message(void)
 
 void etc_net_finish(void)
 {
-    etc_check_stdio();
+    etc_flush_output_checked();
     exit(0);
 }
 

@@ -588,7 +588,7 @@ static void drain_output(void)
 static void check_output(void)
 {
     if (!smp.ctl) { /* one node: the program's own streams, not drained yet */
-        etc_check_stdio();
+        etc_flush_output_checked();
         return;
     }
     drain_output();
