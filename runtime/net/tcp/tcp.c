@@ -39,6 +39,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -56,6 +57,7 @@ ETC_NET_LAYER("tcp");
 #define SECRET_BYTES 32
 #define MAX_MESSAGE (256u << 10) /* the largest frame body; bigger messages are fragmented */
 #define FLUSH_AT (64u << 10)     /* write a peer's buffer once this much waits */
+#define DIRECT_AT (16u << 10)    /* T5: bodies this big are written from where they are */
 #define NET_BYE 0xFFFFu          /* T4: "I am done": the EOF that follows is no loss */
 #define POLL_INTERVAL 20e-6      /* F4: at thread boundaries, poll at most this often */
 #define STRANGER_SECONDS 2.0     /* T8: an unidentified connection's deadline after start-up */
@@ -75,6 +77,8 @@ typedef struct {
     int fd;
     int bye;    /* it said goodbye: its EOF is expected, sends to it are dropped */
     int closed; /* EOF seen */
+    int full;   /* its socket took less than offered: no send until POLLOUT or retry_at */
+    size_t retry_at; /* ... or until this much waits for it (T5) */
     etc_wire_buf in;
     etc_frag_in frag;
     char addr[80];
@@ -321,14 +325,21 @@ static size_t write_peer(void *ctx, int k, const unsigned char *p, size_t n)
     peer *pr = &tcp.peers[k];
     if (k == tcp.me || pr->fd < 0)
         return n; /* closed after its goodbye: nobody to write to */
+    /* T5: a full socket is not offered every new message (a send() each, all
+     * failing, while a thread pipelines thousands): only once a poll saw room,
+     * or another FLUSH_AT bytes wait (so that a long thread still moves on) */
+    if (pr->full && n < pr->retry_at)
+        return 0;
     for (;;) {
         ssize_t w = send(pr->fd, p, n, MSG_NOSIGNAL | MSG_DONTWAIT);
-        if (w >= 0)
-            return (size_t)w;
+        if (w >= 0 || errno == EAGAIN || errno == EWOULDBLOCK) {
+            size_t took = w > 0 ? (size_t)w : 0;
+            pr->full = took < n;
+            pr->retry_at = n - took + FLUSH_AT;
+            return took;
+        }
         if (errno == EINTR)
             continue;
-        if (errno == EAGAIN || errno == EWOULDBLOCK)
-            return 0;
         if (!pr->bye && !tcp.finishing)
             lost(k);
         return n; /* it finished: what it has not read is of no use to it */
@@ -342,11 +353,57 @@ static void flush_all(void)
 
 /* ---------------------------------------------------------------- sending */
 
+/* T5: a big message (a block move's piece) is written from where it is when
+ * nothing waits before it for that peer: copying it into the buffer first cost
+ * a quarter of a block move's time. What the socket does not take now is
+ * copied, as any message is. Returns 0 when it cannot (then it is coalesced). */
+static int send_direct(int dest, int type, const void *a, size_t alen, const void *b,
+                       size_t blen)
+{
+    peer *p = &tcp.peers[dest];
+    etc_wire_buf *w = &tcp.out.out[dest];
+    if (dest == tcp.me || p->fd < 0)
+        return 0;
+    if (etc_wire_pending(w))
+        etc_coalesce_flush(&tcp.out, dest); /* N1: what was sent before goes first */
+    if (etc_wire_pending(w) || p->full)
+        return 0;
+    etc_wire_hdr h = {(uint32_t)(alen + blen), (uint16_t)type, 0};
+    struct iovec iov[3] = {{&h, sizeof h}, {(void *)a, alen}, {(void *)b, blen}};
+    struct msghdr mh = {.msg_iov = iov, .msg_iovlen = 3};
+    ssize_t k;
+    do
+        k = sendmsg(p->fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
+    while (k < 0 && errno == EINTR);
+    if (k < 0 && errno != EAGAIN && errno != EWOULDBLOCK) {
+        if (!p->bye && !tcp.finishing)
+            lost(dest);
+        return 1; /* it finished: what it has not read is of no use to it */
+    }
+    size_t done = k > 0 ? (size_t)k : 0, rest = sizeof h + alen + blen - done;
+    if (!rest)
+        return 1;
+    etc_wire_reserve(w, rest);
+    for (int i = 0; i < 3; i++) { /* the part not sent, as bytes of the stream */
+        size_t skip = done < iov[i].iov_len ? done : iov[i].iov_len;
+        done -= skip;
+        memcpy(w->buf + w->len, (const char *)iov[i].iov_base + skip, iov[i].iov_len - skip);
+        w->len += iov[i].iov_len - skip;
+    }
+    p->full = 1;
+    p->retry_at = rest + FLUSH_AT;
+    tcp.out.pending = 1;
+    return 1;
+}
+
 void etc_net_send(int dest, int type, const void *a, size_t alen, const void *b, size_t blen)
 {
     peer *p = &tcp.peers[dest];
     if (p->bye || p->closed)
         return; /* it finished: only balancer chatter can still be addressed to it */
+    size_t len = alen + blen;
+    if (len >= DIRECT_AT && len <= MAX_MESSAGE && send_direct(dest, type, a, alen, b, blen))
+        return;
     etc_coalesce_send(&tcp.out, dest, type, a, alen, b, blen);
 }
 
@@ -416,14 +473,27 @@ static int read_peer(int k)
     peer *p = &tcp.peers[k];
     int count = 0;
     for (;;) {
-        etc_wire_reserve(&p->in, 65536);
+        /* room for the rest of the frame begun (one recv takes what has come of
+         * a block move's piece), and at least 64 KiB */
+        size_t want = 65536, have = etc_wire_pending(&p->in);
+        if (have >= sizeof(etc_wire_hdr)) {
+            etc_wire_hdr h;
+            memcpy(&h, p->in.buf + p->in.off, sizeof h);
+            if (h.len <= MAX_MESSAGE && sizeof h + h.len - have > want)
+                want = sizeof h + h.len - have;
+        }
+        etc_wire_reserve(&p->in, want);
         size_t room = p->in.cap - p->in.len;
         ssize_t r = recv(p->fd, p->in.buf + p->in.len, room, MSG_DONTWAIT);
         if (r > 0) {
             p->in.len += (size_t)r;
             count += deliver_frames(k);
-            if ((size_t)r < room)
-                break; /* drained (most likely): the next poll sees anything newer */
+            /* drained (most likely), or something delivered: the threads it
+             * enabled run before more is read (the next poll is at most 20 us
+             * away), so a sender pipelining thousands of INVOKEs does not make
+             * this node queue them all, each frame in fresh memory */
+            if ((size_t)r < room || count)
+                break;
             continue;
         }
         if (r < 0 && errno == EINTR)
@@ -658,6 +728,8 @@ static int poll_now(int timeout_ms)
         if (k == tcp.me || tcp.peers[k].fd < 0)
             continue;
         short re = tcp.pfds[j++].revents;
+        if (re & POLLOUT)
+            tcp.peers[k].full = 0;
         if (re & (POLLIN | POLLHUP | POLLERR))
             count += read_peer(k);
     }
@@ -677,12 +749,14 @@ int etc_net_poll(void)
 }
 
 /* A poll costs system calls, so at thread boundaries it happens at most every
- * POLL_INTERVAL (F4). Output is flushed at every boundary that has some: that
- * is the coalescing window (F2). */
+ * POLL_INTERVAL (F4), and so does a flush (T6): that is the coalescing window
+ * (F2). A flush at every boundary that had output cost a send() per thread
+ * that sends (a pipelined remote INVOKE's thread answers with a SYNC): about
+ * 5 us each, where the message costs tens of ns. Latency is not at stake: a
+ * node that goes idle flushes at once (etc_net_wait), and a busy one within
+ * the interval (N3). */
 void etc_net_boundary(void)
 {
-    if (tcp.out.pending)
-        flush_all();
     if (etc_gate_due(&tcp.gate))
         etc_net_poll();
 }
