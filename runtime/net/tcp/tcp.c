@@ -58,6 +58,7 @@ ETC_NET_LAYER("tcp");
 #define MAX_MESSAGE (256u << 10) /* the largest frame body; bigger messages are fragmented */
 #define FLUSH_AT (64u << 10)     /* write a peer's buffer once this much waits */
 #define DIRECT_AT (16u << 10)    /* T5: bodies this big are written from where they are */
+#define READ_CHUNK (16u << 10)   /* T6: what a poll reads of a peer at once (or a frame's rest) */
 #define NET_BYE 0xFFFFu          /* T4: "I am done": the EOF that follows is no loss */
 #define POLL_INTERVAL 20e-6      /* F4: at thread boundaries, poll at most this often */
 #define STRANGER_SECONDS 2.0     /* T8: an unidentified connection's deadline after start-up */
@@ -473,9 +474,11 @@ static int read_peer(int k)
     peer *p = &tcp.peers[k];
     int count = 0;
     for (;;) {
-        /* room for the rest of the frame begun (one recv takes what has come of
-         * a block move's piece), and at least 64 KiB */
-        size_t want = 65536, have = etc_wire_pending(&p->in);
+        /* READ_CHUNK at a time, or the rest of the frame begun (one recv takes
+         * what has come of a block move's piece): what a poll delivers is
+         * about what a busy node runs before its next poll (20 us later), so
+         * that a peer pipelining INVOKEs fills its socket, not our queues */
+        size_t want = READ_CHUNK, have = etc_wire_pending(&p->in);
         if (have >= sizeof(etc_wire_hdr)) {
             etc_wire_hdr h;
             memcpy(&h, p->in.buf + p->in.off, sizeof h);
@@ -483,7 +486,7 @@ static int read_peer(int k)
                 want = sizeof h + h.len - have;
         }
         etc_wire_reserve(&p->in, want);
-        size_t room = p->in.cap - p->in.len;
+        size_t room = want;
         ssize_t r = recv(p->fd, p->in.buf + p->in.len, room, MSG_DONTWAIT);
         if (r > 0) {
             p->in.len += (size_t)r;
