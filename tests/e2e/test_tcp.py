@@ -4,8 +4,10 @@
 test_programs.py.) Here: what is tcp's own: the wire version the node and the
 launcher speak, tagged output, the faults (kill -9 of a node, a node that exits
 early, a stranger without the secret, a garbage frame, a node that cannot start,
-Ctrl-C) with no process left behind; and, as root with `ip netns`, two "hosts" in
-two network namespaces joined by a veth pair."""
+Ctrl-C, a killed control connection) with no process left behind; hostile local
+connections (silent ones during start-up, idle strangers after it, rate-limited
+warnings); 256 nodes on one host; and, as root with `ip netns`, two "hosts" in two
+network namespaces joined by a veth pair."""
 
 from __future__ import annotations
 
