@@ -491,11 +491,14 @@ static int read_peer(int k)
         if (r > 0) {
             p->in.len += (size_t)r;
             count += deliver_frames(k);
-            /* drained (most likely), or something delivered: the threads it
-             * enabled run before more is read (the next poll is at most 20 us
-             * away), so a sender pipelining thousands of INVOKEs does not make
-             * this node queue them all, each frame in fresh memory */
-            if ((size_t)r < room || count)
+            /* something delivered: the threads it enabled run before more is
+             * read (the next poll is at most 20 us away), so a sender
+             * pipelining thousands of INVOKEs does not make this node queue
+             * them all, each frame in fresh memory; drained (most likely)
+             * with no frame begun: the next poll sees anything newer. In the
+             * middle of a frame (a block move's piece) read on at once: the
+             * rest is coming, and a recv is cheaper than a poll and a recv. */
+            if (count || ((size_t)r < room && !etc_wire_pending(&p->in)))
                 break;
             continue;
         }
