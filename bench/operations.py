@@ -311,6 +311,14 @@ def tcp_baselines(r: dict[str, float], quick: bool, ops: Ops) -> list[str]:
                  "the faster raw stream measured right after "
                  f"({'met' if blk_ratio >= 0.7 else 'not met'}).")
     lines.append("")
+    invoke = r["function call (1) pipe"] / r["sync pipe"]
+    lines.append(f"Goals (issue 17): block moves at least 0.8 of a raw stream: **{blk_ratio:.2f}** "
+                 f"({'met' if blk_ratio >= 0.8 else 'not met'}); a pipelined remote INVOKE "
+                 "(function call (1), pipelined) at most 3x a pipelined remote sync, both "
+                 f"medians of this run: **{invoke:.2f}x** "
+                 f"({r['function call (1) pipe']:.1f} ns against {r['sync pipe']:.1f} ns; "
+                 f"{'met' if invoke <= 3 else 'not met'}).")
+    lines.append("")
     return lines
 
 
@@ -353,6 +361,11 @@ int main(int argc, char **argv)
     return 0;
 }
 """
+
+
+def bench_tcp(quick: bool) -> Section:
+    """Only the tcp table (`bench/run.py --only tcp`): issues 8 and 17's figures."""
+    return remote_table("tcp", quick)
 
 
 def bench(quick: bool) -> list[Section]:

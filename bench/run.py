@@ -1,7 +1,8 @@
 """`make bench`: every benchmark, then bench/REPORT.md with tables and plots.
 
 Usage: python bench/run.py [--quick] [--only NAME ...]
-  NAME: translator operations fib stencil threshold apps balancers
+  NAME: translator operations fib stencil threshold apps balancers; tcp (only the tcp
+  part of operations)
 Every figure is a ratio against a baseline measured in the same run; the report says
 for each what it is compared with. Results are also written to bench/out/results.json.
 """
@@ -35,6 +36,8 @@ GROUPS = {
     "apps": apps.bench,
     "balancers": balancers.bench,
 }
+# not in `make bench` (operations has it): run alone with --only
+EXTRA = {"tcp": operations.bench_tcp}
 
 INTRO = """# etc benchmark report
 
@@ -50,14 +53,15 @@ ns times the clock above; the thesis's figures are from its 120 MHz IBM SP-2 nod
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="fewer repetitions, smaller sizes")
-    ap.add_argument("--only", nargs="+", choices=sorted(GROUPS), help="run only these")
+    ap.add_argument("--only", nargs="+", choices=sorted({**GROUPS, **EXTRA}),
+                    help="run only these")
     opts = ap.parse_args()
     OUT.mkdir(parents=True, exist_ok=True)
     start = time.monotonic()
     sections: list[Section] = []
     failed = []
-    for name, fn in GROUPS.items():
-        if opts.only and name not in opts.only:
+    for name, fn in {**GROUPS, **EXTRA}.items():
+        if (opts.only and name not in opts.only) or (not opts.only and name in EXTRA):
             continue
         print(f"bench: {name} ...", flush=True)
         t0 = time.monotonic()

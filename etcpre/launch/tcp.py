@@ -8,7 +8,7 @@ environment and the run's random secret as the first line of its standard input
 
 1. collects every node's HELLO (secret, address, executable fingerprint) on a
    control socket bound to the one interface the nodes need; a connection without
-   the secret is closed and logged;
+   the secret is closed and logged; once every node has said HELLO it stops listening;
 2. sends everyone the address table, waits for READY from all, sends GO;
 3. relays every node's stdout and stderr line by line (never mid-line), with
    `[K] ` in front when asked (--tag-output);
@@ -42,6 +42,12 @@ WIRE_VERSION = 2  # runtime/net/tcp/tcp.c says the same (a test keeps them equal
 LOCAL_NAMES = {"localhost", "127.0.0.1", "::1", "ip6-localhost"}
 STOP_GRACE = 2.0
 SUSPECT_GRACE = 1.0  # how long a lost node's own exit status may take to say why
+HELLO_GRACE = 10.0  # L1: a connection's time to say HELLO (hundreds of nodes start at once)
+LOG_BURST, LOG_WINDOW = 5, 10.0  # closed connections logged one by one per window (T8)
+# L1/T5: keepalive on the control connections finds a host that vanished without a
+# word; patient (about 30 s), as the nodes' own, so that a loaded loopback's drops
+# never end a live run
+KEEPALIVE = (10, 5, 4)  # idle seconds, seconds between probes, probes
 
 
 class LaunchError(Exception):
@@ -59,6 +65,8 @@ class Node:
     ready: bool = False
     finished: bool = False
     said_fatal: bool = False  # printed its own error, then exits with status 1
+    said_error: bool = False  # wrote an `etc: error: node K: ...` line on its stderr
+    ctl_lost: str | None = None  # why its control connection ended before FINISHED
     said_lost: int | None = None  # reported that node K vanished, then exits with 1
     suspect_since: float | None = None  # another node lost it: wait a moment for why
     exited: int | None = None
@@ -135,6 +143,11 @@ class Launcher:
         self.pending: dict[socket.socket, tuple[bytearray, object, float]] = {}
         self.stdout: object | None = getattr(sys.stdout, "buffer", None)  # None: closed
         self.stdout_closed = self.stdout is None  # (not a reader that went away later)
+        self.listen: socket.socket | None = None  # closed once every node said HELLO
+        self.rejected = 0  # closed connections logged in this log window ...
+        self.untold = 0  # ... and those not logged one by one, the last of them:
+        self.untold_last = ""
+        self.log_window_end = 0.0
         self.stderr: object | None = getattr(sys.stderr, "buffer", None)
 
     # ---------------------------------------------------------------- output
@@ -173,6 +186,8 @@ class Launcher:
                 nl = len(buf) - 1
             line = bytes(buf[: nl + 1])
             del buf[: nl + 1]
+            if stream == "err" and line.startswith(f"etc: error: node {node.k}: ".encode()):
+                node.said_error = True  # it said why it ends: nothing to add (T7, T10)
             self._write(stream, (f"[{node.k}] ".encode() if self.tag else b"") + line)
 
     def say(self, msg: str) -> None:
@@ -259,15 +274,26 @@ class Launcher:
             return
         conn.setblocking(False)
         self.sel.register(conn, selectors.EVENT_READ, ("ctl", None))
-        self.pending[conn] = (bytearray(), peer, time.monotonic() + STOP_GRACE)
+        self.pending[conn] = (bytearray(), peer, time.monotonic() + HELLO_GRACE)
+
+    def stop_listening(self) -> None:
+        """Every node has said HELLO: nobody else needs to connect (L1)."""
+        if self.listen is not None:
+            self.sel.unregister(self.listen)
+            self.listen.close()
+            self.listen = None
+        for conn, (_, peer, _) in list(self.pending.items()):
+            self.reject(conn, peer, "it did not present the run's secret")
 
     def control(self, conn: socket.socket, node: Node | None) -> None:
         try:
             data = conn.recv(65536)
         except BlockingIOError:
             return
-        except OSError:
+        except OSError as exc:
             data = b""
+            if node is not None and not node.finished:
+                node.ctl_lost = exc.strerror or str(exc)
         if node is None:  # not yet identified: expect HELLO
             buf, peer, _ = self.pending[conn]
             buf += data
@@ -282,6 +308,8 @@ class Launcher:
             self.sel.unregister(conn)
             conn.close()
             node.conn = None
+            if not node.finished and node.ctl_lost is None:
+                node.ctl_lost = "closed by the node's end"
             if not node.finished and node.suspect_since is None:
                 node.suspect_since = time.monotonic()  # its exit status will say why
             return
@@ -292,10 +320,32 @@ class Launcher:
             self.message(node, raw.decode(errors="replace").split())
 
     def reject(self, conn: socket.socket, peer: object, why: str) -> None:
-        self.say(f"etc: warning: launcher: closed a connection from {peer}: {why}")
+        self.log_rejected(f"from {peer}: {why}")
         self.pending.pop(conn, None)
         self.sel.unregister(conn)
         conn.close()
+
+    def log_rejected(self, what: str | None) -> None:
+        """T8: at most LOG_BURST lines per LOG_WINDOW seconds and one counting the
+        rest, so that a flood of strangers cannot fill stderr. `what` None: only
+        that count, if its window is over; "": the count now (the run ends)."""
+        now = time.monotonic()
+        if now >= self.log_window_end or what == "":
+            if self.untold:
+                self.say(f"etc: warning: launcher: closed {self.untold} more connection"
+                         f"{'s' if self.untold != 1 else ''} (not logged one by one); the "
+                         f"last {self.untold_last}")
+            self.rejected = self.untold = 0
+        if not what:
+            return
+        if self.rejected == 0:
+            self.log_window_end = now + LOG_WINDOW
+        if self.rejected < LOG_BURST:
+            self.rejected += 1
+            self.say(f"etc: warning: launcher: closed a connection {what}")
+        else:
+            self.untold += 1
+            self.untold_last = what
 
     def hello(self, conn: socket.socket, peer: object, line: str, rest: bytes) -> None:
         parts = line.split()
@@ -314,6 +364,7 @@ class Launcher:
         node = self.nodes[k]
         del self.pending[conn]
         self.sel.modify(conn, selectors.EVENT_READ, ("ctl", node))
+        _tune(conn)
         node.conn = conn
         node.addr = parts[5]
         node.fingerprint = (parts[6], parts[7])
@@ -344,19 +395,54 @@ class Launcher:
         if node.conn is not None:
             # it is gone, so all it said is in our socket buffer: read it first
             self.control(node.conn, node)
+        self.drain(node)  # and what it wrote last, which may say why
         if (status == 0 and node.finished) or self.error is not None or self.interrupted:
             return  # (an interrupted run's nodes were stopped: that is said once)
         if node.said_fatal or node.said_lost is not None:
             return  # the cause is reported elsewhere
-        if self.phase == "start" and node.conn is None:
+        if node.said_error:
+            self.fail(None)  # the node printed why (a lost control connection, ...)
+        elif self.phase == "start" and node.conn is None and node.ctl_lost is None:
             self.fail(f"node {node.k} on host {node.host} exited before connecting "
                       f"({describe(status)})")
+        elif status >= 0 and node.ctl_lost not in (None, "closed by the node's end"):
+            # its connection broke before it ended (a killed process's may break too:
+            # then the signal is the cause, below)
+            self.fail(self.ctl_message(node) + f"; then it {describe(status)}")
         elif status >= 0:
             self.fail(f"node {node.k} (host {node.host}): exited with status {status} while "
                       "the run was going on (a node must not call exit(); MAIN ends with "
                       "END_FUNCTION() or RETURN())")
         else:
             self.fail(f"lost node {node.k} (host {node.host}): {describe(status)}")
+
+    def ctl_message(self, node: Node) -> str:
+        return (f"node {node.k} (host {node.host}): lost its control connection to the "
+                f"launcher ({node.ctl_lost})")
+
+    def drain(self, node: Node) -> None:
+        """Relays what a node that exited still has in its output pipes."""
+        assert node.proc is not None
+        for stream, pipe in (("out", node.proc.stdout), ("err", node.proc.stderr)):
+            if pipe is None or pipe.closed:
+                continue
+            while True:
+                try:
+                    data = os.read(pipe.fileno(), 65536)
+                except BlockingIOError:
+                    break
+                except OSError:
+                    data = b""
+                if data:
+                    self.emit(node, stream, data, eof=False)
+                    continue
+                try:
+                    self.sel.unregister(pipe)
+                except (KeyError, ValueError):
+                    pass
+                self.emit(node, stream, b"", eof=True)
+                pipe.close()
+                break
 
     def send_all(self, line: str) -> None:
         for node in self.nodes:
@@ -389,8 +475,9 @@ class Launcher:
                     self.sel.unregister(key.fileobj)
         now = time.monotonic()
         for conn, (_, peer, deadline) in list(self.pending.items()):
-            if now > deadline and self.error is None and self.phase == "run":
+            if now > deadline:
                 self.reject(conn, peer, "no HELLO in time")
+        self.log_rejected(None)
         for node in self.nodes:
             if node.proc is not None and node.exited is None and node.proc.poll() is not None:
                 node.exited = node.proc.returncode
@@ -398,7 +485,8 @@ class Launcher:
             elif node.suspect_since is not None and node.exited is None and \
                     now - node.suspect_since > SUSPECT_GRACE:
                 # still running but unreachable (a broken link, a remote host gone)
-                self.fail(f"lost node {node.k} (host {node.host}): its connections broke")
+                self.fail(self.ctl_message(node) if node.ctl_lost is not None else
+                          f"lost node {node.k} (host {node.host}): its connections broke")
 
     def wait_for(self, what: str, deadline: float) -> bool:
         """Pumps until every node has said HELLO (`what` "hello") or READY ("ready")."""
@@ -426,8 +514,9 @@ class Launcher:
         family = socket.AF_INET6 if ":" in addr else socket.AF_INET
         listen = socket.socket(family, socket.SOCK_STREAM)
         listen.bind((addr, 0))
-        listen.listen(self.n + 16)
+        listen.listen(self.n + 64)
         listen.setblocking(False)
+        self.listen = listen
         self.sel.register(listen, selectors.EVENT_READ, ("listen", None))
         old = {s: signal.signal(s, self._signal) for s in (signal.SIGINT, signal.SIGTERM,
                                                           signal.SIGHUP)}
@@ -435,6 +524,7 @@ class Launcher:
             self.start(listen)
             deadline = time.monotonic() + self.timeout
             if self.wait_for("hello", deadline):
+                self.stop_listening()
                 prints = {nd.fingerprint for nd in self.nodes}
                 if len(prints) != 1:
                     self.fail("the nodes do not run the same executable (addresses differ): "
@@ -451,7 +541,8 @@ class Launcher:
             self.stop()
             for s, h in old.items():
                 signal.signal(s, h)
-            listen.close()
+            if self.listen is not None:
+                self.listen.close()
         if self.interrupted:
             name = signal.Signals(self.interrupted).name
             self.say(f"etc: interrupted ({name}): stopped all {self.n} node"
@@ -501,6 +592,17 @@ class Launcher:
                     self.emit(nd, stream, b"", eof=True)
         for conn in list(self.pending):
             conn.close()
+        self.log_rejected("")
+
+
+def _tune(conn: socket.socket) -> None:
+    """A node's control connection: no delay for its short lines, and keepalive."""
+    conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    conn.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
+    for opt, value in zip(("TCP_KEEPIDLE", "TCP_KEEPINTVL", "TCP_KEEPCNT"), KEEPALIVE,
+                          strict=True):
+        if hasattr(socket, opt):  # Linux; elsewhere the system's defaults
+            conn.setsockopt(socket.IPPROTO_TCP, getattr(socket, opt), value)
 
 
 def _close_quietly(f: object) -> None:

@@ -22,6 +22,7 @@ CASES: list[tuple[Path, list[str]]] = [
     *[(tc, []) for tc in sorted(SAMPLES.glob("*.tc"))],
     *[(tc, []) for tc in sorted(EBS.glob("*.tc"))],
     (PROGRAMS / "burst.tc", []),
+    (PROGRAMS / "busy_wait.tc", ["0.01"]),
     (PROGRAMS / "call_loop.tc", ["20000"]),
     (PROGRAMS / "debug_me.tc", ["12"]),
     (PROGRAMS / "globals_per_node.tc", []),

@@ -4,8 +4,10 @@
 test_programs.py.) Here: what is tcp's own: the wire version the node and the
 launcher speak, tagged output, the faults (kill -9 of a node, a node that exits
 early, a stranger without the secret, a garbage frame, a node that cannot start,
-Ctrl-C) with no process left behind; and, as root with `ip netns`, two "hosts" in
-two network namespaces joined by a veth pair."""
+Ctrl-C, a killed control connection) with no process left behind; hostile local
+connections (silent ones during start-up, idle strangers after it, rate-limited
+warnings); 256 nodes on one host; and, as root with `ip netns`, two "hosts" in two
+network namespaces joined by a veth pair."""
 
 from __future__ import annotations
 
@@ -131,6 +133,153 @@ def test_a_stranger_without_the_secret_is_closed_and_logged(build: Builder,
     _, err = p.communicate(timeout=20)
     assert "closed a connection from 127.0.0.1" in err and "run's secret" in err, err
     assert p.returncode == 130
+    left.check()
+
+
+def _ports_of_nodes(prog: Path, count: int, timeout: float = 10.0) -> list[int]:
+    """The listening ports of the first `count` node processes of `prog` to be up."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        ports = [p for pid in sorted(processes_of(prog)) for p in _listening_ports(pid)]
+        if len(ports) >= count:
+            return ports[:count]
+        time.sleep(0.02)
+    raise AssertionError(f"fewer than {count} nodes of {prog} listen after {timeout:g} s")
+
+
+def _silent(port: int, count: int) -> list[socket.socket]:
+    """`count` connections to `port` that never say anything."""
+    return [socket.create_connection(("127.0.0.1", port), timeout=5) for _ in range(count)]
+
+
+def test_silent_connections_do_not_delay_start_up(build: Builder, tmp_path: Path) -> None:
+    # Anyone on the host may connect to a node's port. Silent connections queued
+    # ahead of the real peers must not hold them up (each was read with a 2 s
+    # blocking timeout: 20 of them failed the run at its 30 s start-up timeout).
+    prog = build("hello.tc", target="tcp")
+    hosts = tmp_path / "hosts"
+    hosts.write_text("localhost:2\n127.0.0.2\n")  # node 2: started late, through --rsh
+    (tmp_path / "tmp").mkdir()
+    left = Leftovers(prog, tmp_path / "tmp")
+    delay = 2.0
+    late = tmp_path / "late-rsh"
+    late.write_text(f"#!/bin/sh\n# a remote shell that takes its time\nsleep {delay}\nshift\n"
+                    'exec sh -c "$*"\n')
+    late.chmod(0o755)
+    t0 = time.monotonic()
+    p = _start(prog, 3, left.env, "--hosts", str(hosts), "--rsh", str(late))
+    strangers = []
+    try:
+        for port in _ports_of_nodes(prog, 2):  # nodes 0 and 1, waiting for node 2
+            strangers += _silent(port, 20)
+        assert time.monotonic() - t0 < delay, "the test was too slow to open its connections"
+        out, err = p.communicate(timeout=60)
+    finally:
+        for s in strangers:
+            s.close()
+    took = time.monotonic() - t0
+    assert p.returncode == 0, err
+    assert sorted(out.splitlines()) == sorted(
+        [f"hello from node {k} of 3" for k in range(3)] + ["all 3 node(s) said hello"])
+    assert took < delay + 4.0, f"start-up took {took:.1f} s"
+    left.check()
+
+
+def test_idle_strangers_are_closed_on_time_and_logged_sparingly(build: Builder,
+                                                                tmp_path: Path) -> None:
+    # After start-up strangers are closed at their deadline (2 s) even while
+    # every node computes (no traffic, no poll); their warnings are limited to 5
+    # lines and one that counts the rest. The launcher listens no longer.
+    prog = build("busy_wait.tc", target="tcp")
+    left = Leftovers(prog, tmp_path)
+    p = subprocess.Popen([str(BIN / "etcrun"), "-n", "2", str(prog), "5"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=left.env,
+                         start_new_session=True)
+    assert p.stdout is not None and p.stdout.readline() == "running\n"
+    assert _listening_ports(p.pid) == [], "the launcher still listens after start-up"
+    port = _ports_of_nodes(prog, 1)[0]
+    t0 = time.monotonic()
+    strangers = _silent(port, 30)
+    try:
+        for s in strangers:
+            s.settimeout(max(0.1, t0 + 4.0 - time.monotonic()))
+            assert s.recv(1) == b"", "a stranger was answered"
+        took = time.monotonic() - t0
+    finally:
+        for s in strangers:
+            s.close()
+    assert 1.5 < took < 4.0, f"strangers closed after {took:.1f} s (deadline 2 s)"
+    out, err = p.communicate(timeout=30)
+    assert p.returncode == 0, err
+    assert out == "done\n"
+    closed = [ln for ln in err.splitlines() if "closed a connection from 127.0.0.1" in ln]
+    assert len(closed) == 5 and all("no handshake in time" in ln for ln in closed), err
+    assert "closed 25 more connections (not logged one by one)" in err, err
+    assert len(err.splitlines()) == 6, err
+    left.check()
+
+
+def test_256_nodes_on_one_host(build: Builder, tmp_path: Path) -> None:
+    # 32,640 connections on loopback (keepalive probes on every one of them, 1 s
+    # apart, used to time out while nodes waited for GO: one run in five failed
+    # with 192 nodes). The heavy test of this file: about 5 s here, 60 s at most.
+    prog = build("hello.tc", target="tcp")
+    left = Leftovers(prog, tmp_path)
+    n = 256
+    proc = run(prog, nodes=n, env=left.env, timeout=60)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert sorted(proc.stdout.splitlines()) == sorted(
+        [f"hello from node {k} of {n}" for k in range(n)] + [f"all {n} node(s) said hello"])
+    assert proc.stderr == ""
+    left.check()
+
+
+def _ss_kill() -> str | None:
+    if os.geteuid() != 0:
+        return "needs root to kill a connection (ss -K)"
+    if shutil.which("ss") is None:
+        return "needs the ss command (iproute2)"
+    return None
+
+
+def _control_connection(launcher: int, node: int) -> tuple[str, str]:
+    """(the node's end, the launcher's end) of a node's connection to the launcher."""
+    rows = []
+    for line in subprocess.run(["ss", "-tnpH", "state", "established"], capture_output=True,
+                               text=True, check=True).stdout.splitlines():
+        addrs = re.findall(r"(\d+\.\d+\.\d+\.\d+:\d+)", line)
+        pid = re.search(r"pid=(\d+),", line)
+        if len(addrs) >= 2 and pid:
+            rows.append((addrs[0], addrs[1], int(pid.group(1))))
+    ends = {a for a, _, pid in rows if pid == launcher}
+    found = [(a, b) for a, b, pid in rows if pid == node and b in ends]
+    assert len(found) == 1, rows
+    return found[0]
+
+
+@pytest.mark.parametrize("end", ["node", "launcher"])
+def test_a_lost_control_connection_is_named(build: Builder, tmp_path: Path, end: str) -> None:
+    # Node 1's connection to the launcher is killed (ss -K, on the node's or the
+    # launcher's end) while the run goes on: the error says what was lost, not
+    # that the program called exit().
+    why = _ss_kill()
+    if why:
+        pytest.skip(why)
+    prog = build("forever.tc", target="tcp")
+    left = Leftovers(prog, tmp_path)
+    p = _start(prog, 2, left.env)
+    assert p.stdout is not None and p.stdout.readline() == "running\n"
+    node_end, launcher_end = _control_connection(p.pid, sorted(processes_of(prog))[1])
+    local, peer = (node_end, launcher_end) if end == "node" else (launcher_end, node_end)
+    killed = subprocess.run(["ss", "-K", "-tn", "src", local, "dst", peer], capture_output=True,
+                            text=True, check=False)
+    if killed.returncode != 0 or local not in killed.stdout:
+        pytest.skip(f"ss -K cannot kill connections here: {killed.stderr.strip()}")
+    _, err = p.communicate(timeout=20)
+    assert p.returncode == 1
+    assert "etc: error: node 1: lost the control connection to the launcher" in err, err
+    assert err.count("etc: error:") == 1, err
+    assert "exit()" not in err
     left.check()
 
 

@@ -39,6 +39,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -56,9 +57,15 @@ ETC_NET_LAYER("tcp");
 #define SECRET_BYTES 32
 #define MAX_MESSAGE (256u << 10) /* the largest frame body; bigger messages are fragmented */
 #define FLUSH_AT (64u << 10)     /* write a peer's buffer once this much waits */
+#define DIRECT_AT (16u << 10)    /* T5: bodies this big are written from where they are */
+#define READ_CHUNK (16u << 10)   /* T6: what a poll reads of a peer at once (or a frame's rest) */
 #define NET_BYE 0xFFFFu          /* T4: "I am done": the EOF that follows is no loss */
 #define POLL_INTERVAL 20e-6      /* F4: at thread boundaries, poll at most this often */
-#define STRANGER_SECONDS 2.0
+#define STRANGER_SECONDS 2.0     /* T8: an unidentified connection's deadline after start-up */
+#define HANDSHAKE_SECONDS 5.0    /* T2: during start-up (a loaded host may be slow to send) */
+#define MAX_STRANGERS 256        /* unidentified connections held at once; then the oldest go */
+#define LOG_BURST 5              /* T8: closed connections logged one by one per window */
+#define LOG_WINDOW 10.0          /* seconds; the rest of a window's are counted in one line */
 
 typedef struct {
     uint32_t magic;
@@ -71,6 +78,8 @@ typedef struct {
     int fd;
     int bye;    /* it said goodbye: its EOF is expected, sends to it are dropped */
     int closed; /* EOF seen */
+    int full;   /* its socket took less than offered: no send until POLLOUT or retry_at */
+    size_t retry_at; /* ... or until this much waits for it (T5) */
     etc_wire_buf in;
     etc_frag_in frag;
     char addr[80];
@@ -78,7 +87,7 @@ typedef struct {
 
 typedef struct {
     int fd;
-    double deadline;
+    double deadline; /* closed if its handshake is not complete by then */
     size_t have;
     unsigned char buf[sizeof(handshake)];
     char addr[80];
@@ -89,8 +98,8 @@ static struct {
     int me, n;
     peer *peers;
     int ctl;      /* connection to the launcher */
-    int listener; /* kept open to close and log strangers */
-    stranger *strangers;
+    int listener; /* after start-up, the watcher's: it closes and logs strangers */
+    stranger *strangers; /* accepted, handshake not yet complete (T2, T8) */
     int nstrangers;
     struct pollfd *pfds;
     int pfds_cap;
@@ -124,32 +133,33 @@ static void set_nonblocking(int fd)
     fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
 }
 
-static void tune(int fd)
+static void keepalive(int fd, int idle, int intvl, int cnt)
 {
-    /* keepalive finds a silent dead host in about 4 s; a crashed or killed
-     * process is seen at once (its kernel closes the connection) */
-    int one = 1, idle = 1, intvl = 1, cnt = 3;
-    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    int one = 1;
     setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof one);
     setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof idle);
     setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &intvl, sizeof intvl);
     setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof cnt);
 }
 
-/* Blocking I/O of exactly n bytes (start-up only). */
-static int read_exact(int fd, void *p, size_t n)
+/* T5: keepalive finds a host that vanished without a word (a crashed or killed
+ * process is seen at once: its kernel closes its connections). Only the
+ * connection to the launcher has it, on both ends: a host that dies loses it,
+ * and the launcher stops the run. Probes on the n(n-1)/2 peer connections
+ * (32,640 with 256 nodes) would only be packets that a loaded loopback drops,
+ * and the probes are patient (about 30 s) so that a node waiting for GO while
+ * hundreds start never gives up on a live launcher. */
+static void tune_ctl(int fd)
 {
-    char *c = p;
-    while (n) {
-        ssize_t k = read(fd, c, n);
-        if (k < 0 && errno == EINTR)
-            continue;
-        if (k <= 0)
-            return -1;
-        c += k;
-        n -= (size_t)k;
-    }
-    return 0;
+    int one = 1;
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    keepalive(fd, 10, 5, 4);
+}
+
+static void tune_peer(int fd)
+{
+    int one = 1;
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
 }
 
 static int write_exact(int fd, const void *p, size_t n)
@@ -193,8 +203,11 @@ static int ctl_line(char *out, size_t cap)
         ssize_t r = read(tcp.ctl, &c, 1);
         if (r < 0 && errno == EINTR)
             continue;
-        if (r <= 0)
-            return -1;
+        if (r <= 0) {
+            if (r == 0)
+                errno = 0;
+            return -1; /* errno says why (0: the launcher closed it) */
+        }
         if (c == '\n')
             break;
         if (k + 1 >= cap)
@@ -237,10 +250,66 @@ static int has_secret(const handshake *h)
     return h->magic == HS_MAGIC && memcmp(h->secret, tcp.secret, SECRET_BYTES) == 0;
 }
 
+/* T8: closed connections are logged, at most LOG_BURST lines per LOG_WINDOW
+ * seconds and one line counting the rest: a flood of strangers must not fill
+ * stderr (a launcher that is slow to read it would stall this node). The
+ * watcher thread and the main thread (start-up, finish) both log. */
+static struct {
+    pthread_mutex_t lock;
+    double window_end;
+    int logged;     /* lines in this window */
+    long untold;    /* closed in this window, not logged one by one */
+    char last[200]; /* the last of those */
+} closed_log = {PTHREAD_MUTEX_INITIALIZER, 0, 0, 0, ""};
+
+/* The count of the window's unlogged closings, once the window is over (or
+ * `now` is +inf: the node ends). Called with the lock held. */
+static void closed_log_summary(double now)
+{
+    if (now < closed_log.window_end)
+        return;
+    if (closed_log.untold)
+        fprintf(stderr, "etc: warning: node %d: closed %ld more connection%s (not logged one by "
+                        "one); the last %s\n", tcp.me, closed_log.untold,
+                closed_log.untold == 1 ? "" : "s", closed_log.last);
+    closed_log.logged = 0;
+    closed_log.untold = 0;
+}
+
 static void log_closed(const char *from, const char *why)
 {
-    fprintf(stderr, "etc: warning: node %d: closed a connection from %s: %s\n", tcp.me, from, why);
-    fflush(stderr);
+    pthread_mutex_lock(&closed_log.lock);
+    double now = etc_time();
+    closed_log_summary(now);
+    if (closed_log.logged == 0)
+        closed_log.window_end = now + LOG_WINDOW;
+    if (closed_log.logged < LOG_BURST) {
+        closed_log.logged++;
+        fprintf(stderr, "etc: warning: node %d: closed a connection from %s: %s\n", tcp.me, from,
+                why);
+    } else {
+        closed_log.untold++;
+        snprintf(closed_log.last, sizeof closed_log.last, "from %s: %s", from, why);
+    }
+    pthread_mutex_unlock(&closed_log.lock);
+}
+
+/* Seconds until a summary is due (-1: none is). */
+static double closed_log_due(double now)
+{
+    pthread_mutex_lock(&closed_log.lock);
+    double left = -1.0;
+    if (closed_log.untold)
+        left = closed_log.window_end > now ? closed_log.window_end - now : 0.0;
+    pthread_mutex_unlock(&closed_log.lock);
+    return left;
+}
+
+static void closed_log_flush(int force)
+{
+    pthread_mutex_lock(&closed_log.lock);
+    closed_log_summary(force ? 1e300 : etc_time());
+    pthread_mutex_unlock(&closed_log.lock);
 }
 
 static void bad_frame(int k, const char *why)
@@ -257,14 +326,21 @@ static size_t write_peer(void *ctx, int k, const unsigned char *p, size_t n)
     peer *pr = &tcp.peers[k];
     if (k == tcp.me || pr->fd < 0)
         return n; /* closed after its goodbye: nobody to write to */
+    /* T5: a full socket is not offered every new message (a send() each, all
+     * failing, while a thread pipelines thousands): only once a poll saw room,
+     * or another FLUSH_AT bytes wait (so that a long thread still moves on) */
+    if (pr->full && n < pr->retry_at)
+        return 0;
     for (;;) {
         ssize_t w = send(pr->fd, p, n, MSG_NOSIGNAL | MSG_DONTWAIT);
-        if (w >= 0)
-            return (size_t)w;
+        if (w >= 0 || errno == EAGAIN || errno == EWOULDBLOCK) {
+            size_t took = w > 0 ? (size_t)w : 0;
+            pr->full = took < n;
+            pr->retry_at = n - took + FLUSH_AT;
+            return took;
+        }
         if (errno == EINTR)
             continue;
-        if (errno == EAGAIN || errno == EWOULDBLOCK)
-            return 0;
         if (!pr->bye && !tcp.finishing)
             lost(k);
         return n; /* it finished: what it has not read is of no use to it */
@@ -278,11 +354,57 @@ static void flush_all(void)
 
 /* ---------------------------------------------------------------- sending */
 
+/* T5: a big message (a block move's piece) is written from where it is when
+ * nothing waits before it for that peer: copying it into the buffer first cost
+ * a quarter of a block move's time. What the socket does not take now is
+ * copied, as any message is. Returns 0 when it cannot (then it is coalesced). */
+static int send_direct(int dest, int type, const void *a, size_t alen, const void *b,
+                       size_t blen)
+{
+    peer *p = &tcp.peers[dest];
+    etc_wire_buf *w = &tcp.out.out[dest];
+    if (dest == tcp.me || p->fd < 0)
+        return 0;
+    if (etc_wire_pending(w))
+        etc_coalesce_flush(&tcp.out, dest); /* N1: what was sent before goes first */
+    if (etc_wire_pending(w) || p->full)
+        return 0;
+    etc_wire_hdr h = {(uint32_t)(alen + blen), (uint16_t)type, 0};
+    struct iovec iov[3] = {{&h, sizeof h}, {(void *)a, alen}, {(void *)b, blen}};
+    struct msghdr mh = {.msg_iov = iov, .msg_iovlen = 3};
+    ssize_t k;
+    do
+        k = sendmsg(p->fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
+    while (k < 0 && errno == EINTR);
+    if (k < 0 && errno != EAGAIN && errno != EWOULDBLOCK) {
+        if (!p->bye && !tcp.finishing)
+            lost(dest);
+        return 1; /* it finished: what it has not read is of no use to it */
+    }
+    size_t done = k > 0 ? (size_t)k : 0, rest = sizeof h + alen + blen - done;
+    if (!rest)
+        return 1;
+    etc_wire_reserve(w, rest);
+    for (int i = 0; i < 3; i++) { /* the part not sent, as bytes of the stream */
+        size_t skip = done < iov[i].iov_len ? done : iov[i].iov_len;
+        done -= skip;
+        memcpy(w->buf + w->len, (const char *)iov[i].iov_base + skip, iov[i].iov_len - skip);
+        w->len += iov[i].iov_len - skip;
+    }
+    p->full = 1;
+    p->retry_at = rest + FLUSH_AT;
+    tcp.out.pending = 1;
+    return 1;
+}
+
 void etc_net_send(int dest, int type, const void *a, size_t alen, const void *b, size_t blen)
 {
     peer *p = &tcp.peers[dest];
     if (p->bye || p->closed)
         return; /* it finished: only balancer chatter can still be addressed to it */
+    size_t len = alen + blen;
+    if (len >= DIRECT_AT && len <= MAX_MESSAGE && send_direct(dest, type, a, alen, b, blen))
+        return;
     etc_coalesce_send(&tcp.out, dest, type, a, alen, b, blen);
 }
 
@@ -352,14 +474,32 @@ static int read_peer(int k)
     peer *p = &tcp.peers[k];
     int count = 0;
     for (;;) {
-        etc_wire_reserve(&p->in, 65536);
-        size_t room = p->in.cap - p->in.len;
+        /* READ_CHUNK at a time, or the rest of the frame begun (one recv takes
+         * what has come of a block move's piece): what a poll delivers is
+         * about what a busy node runs before its next poll (20 us later), so
+         * that a peer pipelining INVOKEs fills its socket, not our queues */
+        size_t want = READ_CHUNK, have = etc_wire_pending(&p->in);
+        if (have >= sizeof(etc_wire_hdr)) {
+            etc_wire_hdr h;
+            memcpy(&h, p->in.buf + p->in.off, sizeof h);
+            if (h.len <= MAX_MESSAGE && sizeof h + h.len - have > want)
+                want = sizeof h + h.len - have;
+        }
+        etc_wire_reserve(&p->in, want);
+        size_t room = want;
         ssize_t r = recv(p->fd, p->in.buf + p->in.len, room, MSG_DONTWAIT);
         if (r > 0) {
             p->in.len += (size_t)r;
             count += deliver_frames(k);
-            if ((size_t)r < room)
-                break; /* drained (most likely): the next poll sees anything newer */
+            /* something delivered: the threads it enabled run before more is
+             * read (the next poll is at most 20 us away), so a sender
+             * pipelining thousands of INVOKEs does not make this node queue
+             * them all, each frame in fresh memory; drained (most likely)
+             * with no frame begun: the next poll sees anything newer. In the
+             * middle of a frame (a block move's piece) read on at once: the
+             * rest is coming, and a recv is cheaper than a poll and a recv. */
+            if (count || ((size_t)r < room && !etc_wire_pending(&p->in)))
+                break;
             continue;
         }
         if (r < 0 && errno == EINTR)
@@ -380,94 +520,195 @@ static int read_peer(int k)
     return count;
 }
 
+/* ---------------------------------------------------------------- strangers */
+
+/* Every accepted connection is a stranger until its 40-byte handshake is
+ * complete (T2, T8). Strangers are read without blocking, all at once, each
+ * with its own deadline, so that silent connections (anyone on the host may
+ * open them) never delay the real peers queued behind them. During start-up
+ * the main thread owns them; after it, the watcher thread (with the listener). */
+
+static void stranger_drop(int i)
+{
+    tcp.strangers[i] = tcp.strangers[--tcp.nstrangers];
+}
+
 static void stranger_close(int i, const char *why)
 {
     log_closed(tcp.strangers[i].addr, why);
     close(tcp.strangers[i].fd);
-    tcp.strangers[i] = tcp.strangers[--tcp.nstrangers];
+    stranger_drop(i);
 }
 
-/* After start-up every node is connected: any new connection is a stranger,
- * closed (and logged) once its handshake shows it, or after a short wait (T8). */
-static void accept_strangers(void)
+/* During start-up: a node above this one, not yet connected, with the secret
+ * and our version, becomes a peer (answered with our handshake); NULL then,
+ * otherwise why the connection is closed. */
+static const char *take_peer(int fd, const handshake *h)
+{
+    if (!has_secret(h))
+        return "it did not present the run's secret";
+    if (h->version != WIRE_VERSION || h->node <= tcp.me || h->node >= tcp.n ||
+        tcp.peers[h->node].fd >= 0)
+        return "wrong version or node in its handshake";
+    handshake r = own_handshake();
+    if (send(fd, &r, sizeof r, MSG_NOSIGNAL | MSG_DONTWAIT) != (ssize_t)sizeof r)
+        return "it closed the connection during the handshake"; /* 40 bytes fit an empty buffer */
+    tcp.peers[h->node].fd = fd;
+    return NULL;
+}
+
+/* Reads what stranger i sent. `starting`: a complete handshake may make it a
+ * peer; after start-up every node is connected, so none can. */
+static void stranger_read(int i, int starting)
+{
+    stranger *s = &tcp.strangers[i];
+    ssize_t r;
+    do
+        r = recv(s->fd, s->buf + s->have, sizeof s->buf - s->have, MSG_DONTWAIT);
+    while (r < 0 && errno == EINTR);
+    if (r > 0)
+        s->have += (size_t)r;
+    if (s->have == sizeof s->buf) {
+        handshake h;
+        memcpy(&h, s->buf, sizeof h);
+        const char *why = starting ? take_peer(s->fd, &h)
+                          : has_secret(&h) ? "an unexpected second connection"
+                                           : "it did not present the run's secret";
+        if (why)
+            stranger_close(i, why);
+        else
+            stranger_drop(i); /* now a peer's */
+        return;
+    }
+    if (r == 0 || (r < 0 && errno != EAGAIN && errno != EWOULDBLOCK))
+        stranger_close(i, "it did not present the run's secret");
+}
+
+/* Accepts every connection waiting on the listener; each is read at once (a
+ * real peer's handshake is usually there already). */
+static void strangers_accept(int starting)
 {
     for (;;) {
         struct sockaddr_storage sa;
         socklen_t sl = sizeof sa;
-        int fd = accept(tcp.listener, (struct sockaddr *)&sa, &sl);
-        if (fd < 0)
-            return;
-        set_nonblocking(fd);
-        tcp.strangers = etc_xrealloc(tcp.strangers, (size_t)(tcp.nstrangers + 1) * sizeof *tcp.strangers);
+        int fd = accept4(tcp.listener, (struct sockaddr *)&sa, &sl, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        if (fd < 0) {
+            if (errno == EINTR || errno == ECONNABORTED)
+                continue;
+            return; /* EAGAIN: none left; EMFILE and the like: the deadlines free some */
+        }
+        if (tcp.nstrangers == MAX_STRANGERS) { /* the oldest silent one goes */
+            int old = 0;
+            for (int i = 1; i < tcp.nstrangers; i++)
+                if (tcp.strangers[i].deadline < tcp.strangers[old].deadline)
+                    old = i;
+            stranger_close(old, "too many connections without a handshake");
+        }
+        if (!tcp.strangers)
+            tcp.strangers = etc_xmalloc(MAX_STRANGERS * sizeof *tcp.strangers);
         stranger *s = &tcp.strangers[tcp.nstrangers++];
         s->fd = fd;
         s->have = 0;
-        s->deadline = etc_time() + STRANGER_SECONDS;
+        s->deadline = etc_time() + (starting ? HANDSHAKE_SECONDS : STRANGER_SECONDS);
         addr_text(&sa, s->addr, sizeof s->addr);
+        stranger_read(tcp.nstrangers - 1, starting);
     }
 }
 
-static void read_strangers(void)
+/* Closes the strangers past their deadline; returns the seconds until the next
+ * deadline (-1: no stranger left). */
+static double strangers_expire(double now)
 {
-    for (int i = 0; i < tcp.nstrangers;) {
-        stranger *s = &tcp.strangers[i];
-        ssize_t r = recv(s->fd, s->buf + s->have, sizeof s->buf - s->have, MSG_DONTWAIT);
-        if (r > 0)
-            s->have += (size_t)r;
-        if (s->have == sizeof s->buf) {
-            handshake h;
-            memcpy(&h, s->buf, sizeof h);
-            stranger_close(i, has_secret(&h) ? "an unexpected second connection" :
-                                     "it did not present the run's secret");
-            continue;
-        }
-        if (r == 0 || (r < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) {
-            stranger_close(i, "it did not present the run's secret");
-            continue;
-        }
-        if (etc_time() > s->deadline) {
+    double next = -1.0;
+    for (int i = tcp.nstrangers - 1; i >= 0; i--) {
+        if (now >= tcp.strangers[i].deadline)
             stranger_close(i, "no handshake in time");
-            continue;
-        }
-        i++;
+        else if (next < 0 || tcp.strangers[i].deadline - now < next)
+            next = tcp.strangers[i].deadline - now;
     }
+    return next;
+}
+
+/* One round over the listener and the strangers: poll (at most `wait`
+ * seconds, and never past a stranger's deadline or a due log line), then
+ * accept, read and expire. `extra` is polled first (the launcher's connection,
+ * or -1); returns its revents. */
+static short strangers_round(int extra, double wait, int starting)
+{
+    static struct pollfd pf[MAX_STRANGERS + 2];
+    double now = etc_time();
+    double next = strangers_expire(now), due = closed_log_due(now);
+    if (next >= 0 && (wait < 0 || next < wait))
+        wait = next;
+    if (due >= 0 && (wait < 0 || due < wait))
+        wait = due;
+    int m = 0;
+    pf[m++] = (struct pollfd){extra, POLLIN, 0};
+    pf[m++] = (struct pollfd){tcp.listener, POLLIN, 0};
+    for (int i = 0; i < tcp.nstrangers; i++)
+        pf[m++] = (struct pollfd){tcp.strangers[i].fd, POLLIN, 0};
+    int ms = wait < 0 ? -1 : (int)(wait * 1000.0 + 1.0);
+    if (poll(pf, (nfds_t)m, ms) > 0) {
+        /* downwards: a stranger taken out is replaced by the last, already seen */
+        for (int i = tcp.nstrangers - 1; i >= 0; i--)
+            if (pf[i + 2].revents)
+                stranger_read(i, starting);
+        if (pf[1].revents)
+            strangers_accept(starting);
+    }
+    strangers_expire(etc_time());
+    closed_log_flush(0);
+    return pf[0].revents;
+}
+
+/* Why the launcher's connection ended, for the message (T7, L5). */
+static void __attribute__((noreturn)) lost_launcher(int err)
+{
+    if (tcp.finishing)
+        pthread_exit(NULL); /* the launcher closed after our FINISHED: fine */
+    fprintf(stderr, "etc: error: node %d: lost the control connection to the launcher (%s)\n",
+            tcp.me, err ? strerror(err) : "closed by the launcher's end");
+    _exit(1);
 }
 
 /* After start-up a thread of its own listens to the launcher, so that a node in
  * a long computation (which polls nothing) still ends at once when the launcher
  * says KILL or goes away: that is how no node outlives a failed run, on any host
- * (T10, L6). */
+ * (T10, L6). It also closes and logs strangers on time (T8), whatever the main
+ * thread does. */
 static void *watch_launcher(void *arg)
 {
     (void)arg;
     char line[64];
     size_t k = 0;
     for (;;) {
-        char c;
-        ssize_t r = read(tcp.ctl, &c, 1);
+        if (!(strangers_round(tcp.ctl, -1.0, 0) & (POLLIN | POLLHUP | POLLERR)))
+            continue;
+        char buf[256];
+        ssize_t r = read(tcp.ctl, buf, sizeof buf);
         if (r < 0 && errno == EINTR)
             continue;
-        if (r <= 0 && tcp.finishing)
-            return NULL; /* the launcher closed after our FINISHED: fine */
         if (r <= 0)
-            _exit(1); /* the launcher is gone: nobody is left to report to */
-        if (c != '\n') {
-            if (k + 1 < sizeof line)
-                line[k++] = c;
-            continue;
+            lost_launcher(r < 0 ? errno : 0);
+        for (ssize_t i = 0; i < r; i++) {
+            if (buf[i] != '\n') {
+                if (k + 1 < sizeof line)
+                    line[k++] = buf[i];
+                continue;
+            }
+            line[k] = 0;
+            k = 0;
+            if (strcmp(line, "KILL") == 0 && !tcp.finishing)
+                _exit(1); /* the launcher has reported why */
         }
-        line[k] = 0;
-        k = 0;
-        if (strcmp(line, "KILL") == 0 && !tcp.finishing)
-            _exit(1); /* the launcher has reported why */
     }
 }
 
-/* Builds the poll set: peers, the launcher, the listener, strangers. */
+/* Builds the poll set: the peers. */
 static int poll_set(void)
 {
-    if (tcp.pfds_cap < tcp.n + 1 + tcp.nstrangers) {
-        tcp.pfds_cap = tcp.n + 1 + tcp.nstrangers;
+    if (tcp.pfds_cap < tcp.n) {
+        tcp.pfds_cap = tcp.n;
         tcp.pfds = etc_xrealloc(tcp.pfds, (size_t)tcp.pfds_cap * sizeof *tcp.pfds);
     }
     int m = 0;
@@ -479,9 +720,6 @@ static int poll_set(void)
             ev |= POLLOUT;
         tcp.pfds[m++] = (struct pollfd){tcp.peers[k].fd, ev, 0};
     }
-    tcp.pfds[m++] = (struct pollfd){tcp.listener, POLLIN, 0};
-    for (int i = 0; i < tcp.nstrangers; i++)
-        tcp.pfds[m++] = (struct pollfd){tcp.strangers[i].fd, POLLIN, 0};
     return m;
 }
 
@@ -496,13 +734,11 @@ static int poll_now(int timeout_ms)
         if (k == tcp.me || tcp.peers[k].fd < 0)
             continue;
         short re = tcp.pfds[j++].revents;
+        if (re & POLLOUT)
+            tcp.peers[k].full = 0;
         if (re & (POLLIN | POLLHUP | POLLERR))
             count += read_peer(k);
     }
-    if (tcp.pfds[j++].revents & POLLIN)
-        accept_strangers();
-    if (tcp.nstrangers)
-        read_strangers();
     return count;
 }
 
@@ -519,12 +755,14 @@ int etc_net_poll(void)
 }
 
 /* A poll costs system calls, so at thread boundaries it happens at most every
- * POLL_INTERVAL (F4). Output is flushed at every boundary that has some: that
- * is the coalescing window (F2). */
+ * POLL_INTERVAL (F4), and so does a flush (T6): that is the coalescing window
+ * (F2). A flush at every boundary that had output cost a send() per thread
+ * that sends (a pipelined remote INVOKE's thread answers with a SYNC): about
+ * 5 us each, where the message costs tens of ns. Latency is not at stake: a
+ * node that goes idle flushes at once (etc_net_wait), and a busy one within
+ * the interval (N3). */
 void etc_net_boundary(void)
 {
-    if (tcp.out.pending)
-        flush_all();
     if (etc_gate_due(&tcp.gate))
         etc_net_poll();
 }
@@ -540,8 +778,6 @@ void etc_net_wait(double seconds)
         return; /* N5: not from inside a handler */
     flush_all();
     int ms = seconds < 0 ? -1 : (int)(seconds * 1000.0 + 0.999);
-    if (tcp.nstrangers && (ms < 0 || ms > 200))
-        ms = 200;
     tcp.polling = 1;
     poll_now(ms);
     tcp.polling = 0;
@@ -553,8 +789,9 @@ void etc_net_wait(double seconds)
 void etc_net_finish(void)
 {
     fflush(stdout);
-    fflush(stderr);
     tcp.finishing = 1;
+    closed_log_flush(1); /* T8: what the last window did not log one by one */
+    fflush(stderr);
     if (tcp.n > 1) {
         for (int k = 0; k < tcp.n; k++)
             if (k != tcp.me && tcp.peers[k].fd >= 0)
@@ -701,8 +938,11 @@ static int listen_near(int ctl, char *addr, size_t cap)
         ((struct sockaddr_in *)&sa)->sin_port = 0;
     else
         ((struct sockaddr_in6 *)&sa)->sin6_port = 0;
-    int fd = socket(sa.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sl) < 0 || listen(fd, 128) < 0)
+    /* non-blocking: connections are accepted until none is left (T2); a long
+     * queue (the kernel caps it at net.core.somaxconn) for hundreds of peers
+     * connecting at once, and strangers among them */
+    int fd = socket(sa.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sl) < 0 || listen(fd, 4096) < 0)
         die_startup("cannot listen: %s", strerror(errno));
     sl = sizeof sa;
     getsockname(fd, (struct sockaddr *)&sa, &sl);
@@ -710,55 +950,52 @@ static int listen_near(int ctl, char *addr, size_t cap)
     return fd;
 }
 
-static void hello_peer(int k, int fd)
+/* Reads exactly n bytes before `deadline` (start-up only). */
+static int read_until(int fd, void *p, size_t n, double deadline)
+{
+    char *c = p;
+    while (n) {
+        struct pollfd pf = {fd, POLLIN, 0};
+        int left = (int)((deadline - etc_time()) * 1000.0);
+        if (left <= 0 || poll(&pf, 1, left) == 0)
+            return -1;
+        ssize_t k = recv(fd, c, n, MSG_DONTWAIT);
+        if (k < 0 && (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK))
+            continue;
+        if (k <= 0)
+            return -1;
+        c += k;
+        n -= (size_t)k;
+    }
+    return 0;
+}
+
+static void hello_peer(int k, int fd, double deadline)
 {
     handshake h = own_handshake(), r;
-    if (write_exact(fd, &h, sizeof h) < 0 || read_exact(fd, &r, sizeof r) < 0)
-        die_startup("node %d (%s) closed the connection during the handshake", k,
-                    tcp.peers[k].addr);
+    if (write_exact(fd, &h, sizeof h) < 0 || read_until(fd, &r, sizeof r, deadline) < 0)
+        die_startup("node %d (%s) closed the connection during the handshake, or did not "
+                    "answer in time", k, tcp.peers[k].addr);
     if (!has_secret(&r) || r.version != WIRE_VERSION || r.node != k)
         die_startup("node %d (%s) answered the handshake wrongly", k, tcp.peers[k].addr);
 }
 
-/* Accepts the nodes above this one (T1, T2); strangers are closed and logged. */
+/* Accepts the nodes above this one (T1, T2): every waiting connection at
+ * once, each read without blocking with its own deadline, so that silent
+ * strangers never hold up the peers; strangers are closed and logged. */
 static void accept_peers(double deadline)
 {
-    int want = tcp.n - 1 - tcp.me;
-    while (want > 0) {
-        struct pollfd pf = {tcp.listener, POLLIN, 0};
-        int left = (int)((deadline - etc_time()) * 1000);
-        if (left <= 0 || poll(&pf, 1, left) <= 0)
-            die_startup("the other nodes did not connect in time");
-        struct sockaddr_storage sa;
-        socklen_t sl = sizeof sa;
-        int fd = accept(tcp.listener, (struct sockaddr *)&sa, &sl);
-        if (fd < 0)
-            continue;
-        char from[80];
-        addr_text(&sa, from, sizeof from);
-        struct timeval tv = {(time_t)STRANGER_SECONDS, 0};
-        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-        handshake h;
-        if (read_exact(fd, &h, sizeof h) < 0 || !has_secret(&h)) {
-            log_closed(from, "it did not present the run's secret");
-            close(fd);
-            continue;
-        }
-        if (h.version != WIRE_VERSION || h.node <= tcp.me || h.node >= tcp.n ||
-            tcp.peers[h.node].fd >= 0) {
-            log_closed(from, "wrong version or node in its handshake");
-            close(fd);
-            continue;
-        }
-        tv.tv_sec = 0;
-        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-        handshake r = own_handshake();
-        if (write_exact(fd, &r, sizeof r) < 0) {
-            close(fd);
-            continue;
-        }
-        tcp.peers[h.node].fd = fd;
-        want--;
+    for (;;) {
+        int want = 0;
+        for (int k = tcp.me + 1; k < tcp.n; k++)
+            want += tcp.peers[k].fd < 0;
+        if (!want)
+            return;
+        double left = deadline - etc_time();
+        if (left <= 0)
+            die_startup("the other nodes did not connect in time (%d of %d missing)", want,
+                        tcp.n - 1 - tcp.me);
+        strangers_round(-1, left, 1);
     }
 }
 
@@ -807,7 +1044,7 @@ void etc_net_start(int want, int *node_id, int *num_nodes)
     tcp.ctl = connect_to(control, err, sizeof err);
     if (tcp.ctl < 0)
         etc_die("node %d cannot reach the launcher: %s", tcp.me, err);
-    tune(tcp.ctl);
+    tune_ctl(tcp.ctl);
     char my_addr[80];
     tcp.listener = listen_near(tcp.ctl, my_addr, sizeof my_addr);
     char hex[2 * SECRET_BYTES + 1];
@@ -823,7 +1060,7 @@ void etc_net_start(int want, int *node_id, int *num_nodes)
     if (got == -2)
         die_startup("the launcher's address table is longer than %zu bytes", cap);
     if (got < 0)
-        quit_quietly(1);
+        lost_launcher(errno);
     if (strncmp(line, "KILL", 4) == 0)
         quit_quietly(1);
     if (strncmp(line, "TABLE ", 6) != 0) /* L2 */
@@ -845,20 +1082,22 @@ void etc_net_start(int want, int *node_id, int *num_nodes)
         int fd = connect_to(tcp.peers[k].addr, err, sizeof err);
         if (fd < 0)
             die_startup("cannot connect to node %d: %s", k, err);
-        hello_peer(k, fd);
+        hello_peer(k, fd, deadline);
         tcp.peers[k].fd = fd;
     }
     accept_peers(deadline);
     for (int k = 0; k < tcp.n; k++) {
         if (k == tcp.me)
             continue;
-        tune(tcp.peers[k].fd);
+        tune_peer(tcp.peers[k].fd);
         set_nonblocking(tcp.peers[k].fd);
     }
-    set_nonblocking(tcp.listener);
     ctl_send("READY\n"); /* L3, then L4 */
-    if (ctl_line(line, cap) < 0 || strcmp(line, "GO") != 0)
-        quit_quietly(1);
+    got = ctl_line(line, cap);
+    if (got == -1)
+        lost_launcher(errno);
+    if (got < 0 || strcmp(line, "GO") != 0)
+        quit_quietly(1); /* KILL: the launcher has reported why */
     free(line);
     pthread_t watcher;
     if (pthread_create(&watcher, NULL, watch_launcher, NULL) != 0)
