@@ -52,6 +52,10 @@ TARGETS: MappingProxyType[str, Target] = MappingProxyType({t.name: t for t in (
            default_nodes=None),
     Target("tcp", "N processes on one or several hosts, connected by TCP", max_nodes=65534,
            launcher="tcp", hosts=True),
+    # mpicc both compiles and links (it adds MPI's flags and libraries); the same
+    # binary also runs under a plain `mpirun -n N` or `srun -n N`
+    Target("mpi", "N MPI ranks, started by mpirun, mpiexec or ETC_MPIRUN", max_nodes=65534,
+           launcher="mpi", compiler="mpicc", tools=("mpicc", "mpiexec")),
 )})
 DEFAULT_TARGET = "smp"
 
