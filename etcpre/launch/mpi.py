@@ -132,8 +132,8 @@ class Launcher:
             self.tmp = tempfile.mkdtemp(prefix="etc-mpi-")
             self.env["OMPI_MCA_orte_tmpdir_base"] = self.tmp
             self.env["OMPI_MCA_prte_tmpdir_base"] = self.tmp
-        path = str(prog if prog.is_absolute() or "/" in str(prog) else Path(".") / prog)
-        self.cmd = [*cmd, *flags, "-n", str(n), path, *args]
+        # absolute: a launcher may look a bare name up in PATH, or start elsewhere
+        self.cmd = [*cmd, *flags, "-n", str(n), str(prog.resolve()), *args]
         self.sel = selectors.DefaultSelector()
         self.held: list[str] = []  # the MPI launcher's own lines, held back
         self.in_block = False
