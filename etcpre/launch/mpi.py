@@ -5,9 +5,9 @@ The MPI launcher is `ETC_MPIRUN` (a command line, e.g. `srun --mpi=pmix`), else
 `mpirun`, else `mpiexec`; etcrun appends `-n N program args...`. For Open MPI's
 (recognised by its `--version`) it adds what this machine needs (docs/protocols.md
 P9): `--oversubscribe --bind-to none` when N exceeds the CPUs, `-x VAR` for the
-`ETC_*` settings, and, run as root, `OMPI_ALLOW_RUN_AS_ROOT=1` and
-`OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1` in its environment. Its session directory goes to a
-private temporary directory, removed after the run.
+`ETC_*` settings, and a private session directory, removed after the run. Run as
+root, `OMPI_ALLOW_RUN_AS_ROOT=1` and `OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1` are in the
+environment of any MPI launcher (Open MPI refuses root without them).
 
 The ranks report their own faults (`etc: error: node K: ...`, then MPI_Abort or
 death by the signal); the MPI launcher then stops the others and prints its own
@@ -119,15 +119,15 @@ class Launcher:
         cmd = mpi_command(self.env)
         self.tmp: str | None = None
         flags: list[str] = []
+        if os.geteuid() == 0:  # Open MPI refuses root without both; others ignore them
+            self.env["OMPI_ALLOW_RUN_AS_ROOT"] = "1"
+            self.env["OMPI_ALLOW_RUN_AS_ROOT_CONFIRM"] = "1"
         if is_open_mpi(cmd, self.env):
             if n > cpu_count():
                 flags += ["--oversubscribe", "--bind-to", "none"]
             for key in PASS_ON:
                 if key in self.env:
                     flags += ["-x", key]
-            if os.geteuid() == 0:
-                self.env["OMPI_ALLOW_RUN_AS_ROOT"] = "1"
-                self.env["OMPI_ALLOW_RUN_AS_ROOT_CONFIRM"] = "1"
             # its session directory: removed after the run, however it ends
             self.tmp = tempfile.mkdtemp(prefix="etc-mpi-")
             self.env["OMPI_MCA_orte_tmpdir_base"] = self.tmp
