@@ -21,7 +21,6 @@
  * outside is reported by etcrun's launcher from what mpirun says.
  */
 #include <errno.h>
-#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -533,13 +532,19 @@ static void setup_tagging(void)
 
 /* ---------------------------------------------------------------- start-up */
 
-static int cpus(void)
+/* P4: more ranks on this machine than it has CPUs (all of them, not this
+ * rank's affinity: the MPI launcher may bind each rank to one core). */
+static int oversubscribed(void)
 {
-    cpu_set_t set;
-    if (sched_getaffinity(0, sizeof set, &set) == 0)
-        return CPU_COUNT(&set);
-    long n = sysconf(_SC_NPROCESSORS_ONLN);
-    return n > 0 ? (int)n : 1;
+    MPI_Comm local;
+    int here = mpi.n;
+    if (MPI_Comm_split_type(mpi.comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &local) ==
+        MPI_SUCCESS) {
+        MPI_Comm_size(local, &here);
+        MPI_Comm_free(&local);
+    }
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    return here > (cpus > 0 ? cpus : 1);
 }
 
 void etc_net_start(int want, int *node_id, int *num_nodes)
@@ -584,7 +589,7 @@ void etc_net_start(int want, int *node_id, int *num_nodes)
         MPI_Finalize();
         exit(2);
     }
-    mpi.oversubscribed = mpi.n > cpus();
+    mpi.oversubscribed = oversubscribed();
     mpi.bye = calloc((size_t)mpi.n, sizeof *mpi.bye);
     mpi.frag = calloc((size_t)mpi.n, sizeof *mpi.frag);
     if (!mpi.bye || !mpi.frag)
