@@ -76,7 +76,8 @@ def mpi_command(env: dict[str, str]) -> list[str]:
 
 
 def is_open_mpi(cmd: list[str], env: dict[str, str]) -> bool:
-    if Path(cmd[0]).name not in ("mpirun", "mpiexec", "orterun", "prterun"):
+    # mpirun, or Debian's alternatives' targets: mpirun.openmpi, mpiexec.mpich, ...
+    if Path(cmd[0]).name.split(".")[0] not in ("mpirun", "mpiexec", "orterun", "prterun"):
         return False
     try:
         out = subprocess.run([cmd[0], "--version"], capture_output=True, text=True,

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import resource
+import shutil
 import signal
 import subprocess
 import sys
@@ -19,7 +20,17 @@ import pytest
 from etcpre import toolchain
 from etcpre.launch import mpi as mpi_launch
 
-from support import Builder, Leftovers, check_sample, processes_of, require, run
+from support import (
+    ROOT,
+    SAMPLES,
+    Builder,
+    Leftovers,
+    check_sample,
+    etcc,
+    processes_of,
+    require,
+    run,
+)
 
 MPI = toolchain.TARGETS["mpi"]
 
@@ -160,3 +171,31 @@ def test_idle_ranks_leave_the_cpu_to_busy_ones(build: Builder, tmp_path: Path) -
     # and n - 1 ranks' worth of CPU
     assert wall < 4.0, f"{wall:.1f} s"
     assert cpu < 2.0 + 0.4 * n, f"{cpu:.1f} s of CPU in {wall:.1f} s"
+
+
+MPICH = ("mpicc.mpich", "mpiexec.mpich")
+
+
+def test_under_mpich(tmp_path: Path) -> None:
+    # Debian names MPICH's wrapper and launcher so beside Open MPI's: the layer
+    # built with ETC_MPICC=mpicc.mpich into a runtime of its own (ETC_HOME), a
+    # program linked with it and started with ETC_MPIRUN=mpiexec.mpich
+    absent = [t for t in MPICH if shutil.which(t) is None]
+    if absent:
+        pytest.skip(f"MPICH is not installed ({', '.join(absent)} missing; CI installs only "
+                    "Open MPI, whose mpicc and mpirun MPICH's packages would take over)")
+    home = tmp_path / "home"
+    (home / "build").mkdir(parents=True)
+    (home / "runtime").symlink_to(ROOT / "runtime")
+    lib = home / "build" / "runtime" / "lib" / "libetc_mpi.a"
+    env = {**os.environ, "ETC_MPICC": MPICH[0], "ETC_HOME": str(home)}
+    made = subprocess.run(["make", "--no-print-directory", "-C", str(ROOT / "runtime"),
+                           f"BUILD={home / 'build' / 'runtime'}", "VARIANTS=plain", str(lib)],
+                          capture_output=True, text=True, env=env, check=False, timeout=600)
+    assert made.returncode == 0, made.stdout + made.stderr
+    prog = tmp_path / "hello"
+    proc = etcc("-O2", "-target", "mpi", str(SAMPLES / "hello.tc"), "-o", str(prog), env=env)
+    assert proc.returncode == 0, proc.stderr
+    proc = run(prog, nodes=3, env={**env, "ETC_MPIRUN": MPICH[1]})
+    assert proc.returncode == 0, proc.stderr
+    check_sample("hello", 3, proc.stdout, causal=False)
