@@ -29,7 +29,14 @@
 #include <unistd.h>
 
 #include <mpi.h>
-#if defined(__SANITIZE_ADDRESS__)
+#if defined(__SANITIZE_ADDRESS__) /* gcc's; clang's is __has_feature */
+#define MPI_LAYER_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define MPI_LAYER_ASAN 1
+#endif
+#endif
+#ifdef MPI_LAYER_ASAN
 #include <sanitizer/lsan_interface.h>
 /* What the MPI library allocates for itself at MPI_Init and keeps, in modules
  * it unloads at MPI_Finalize, is not the program's leak. */
@@ -553,7 +560,7 @@ void etc_net_start(int want, int *node_id, int *num_nodes)
     /* Open MPI's own handlers for SIGSEGV and the like would print a backtrace
      * after the core's report (core/crash.c): not unless the user asks */
     setenv("OMPI_MCA_opal_signal", "", 0);
-#if defined(__SANITIZE_ADDRESS__)
+#ifdef MPI_LAYER_ASAN
     setenv("OMPI_MCA_mca_base_component_disable_dlclose", "1", 0);
 #endif
     int provided = 0;
