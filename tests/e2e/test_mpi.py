@@ -199,3 +199,18 @@ def test_under_mpich(tmp_path: Path) -> None:
     proc = run(prog, nodes=3, env={**env, "ETC_MPIRUN": MPICH[1]})
     assert proc.returncode == 0, proc.stderr
     check_sample("hello", 3, proc.stdout, causal=False)
+
+
+def test_tagged_output(build: Builder) -> None:
+    # P8: each rank writes "[K] " before each of its lines, stdout and stderr
+    proc = run(build("hello.tc", target="mpi"), nodes=3, env={**os.environ,
+                                                             "ETC_TAG_OUTPUT": "1"})
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert sorted(lines) == sorted([f"[{k}] hello from node {k} of 3" for k in range(3)]
+                                   + ["[0] all 3 node(s) said hello"]), proc.stdout
+    proc = run(build("fib.tc", target="mpi"), "12", nodes=2, env={**os.environ,
+                                                                "ETC_TAG_OUTPUT": "1"})
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == "[0] fib(12) = 144\n"
+    assert proc.stderr.startswith("[0] time: ") and proc.stderr.count("\n") == 1, proc.stderr
