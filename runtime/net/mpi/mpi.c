@@ -107,7 +107,8 @@ static struct {
     int *bye;      /* per node: it said goodbye (sends to it are dropped) */
     int oversubscribed;
     recv_slot rx[RECVS];
-    int rx_head; /* the oldest posted receive: the next to handle */
+    int rx_head;   /* the oldest posted receive: the next to handle */
+    int rx_unposted; /* the slots just before rx_head, handled, not yet posted again */
     send_slot *tx;
     int ntx, tx_cap;
     etc_wire_buf pool[POOL];
@@ -232,10 +233,21 @@ static void post(recv_slot *r)
           "MPI_Irecv", -1);
 }
 
+/* P2: handled slots are posted again in the order they were handled (so the
+ * ring stays in posting order), at the next poll or wait rather than at once:
+ * a node answers a message before it pays for the new receive. */
+static void repost(void)
+{
+    for (; mpi.rx_unposted > 0; mpi.rx_unposted--)
+        post(&mpi.rx[(mpi.rx_head - mpi.rx_unposted + RECVS) % RECVS]);
+}
+
 /* Whether the oldest posted receive has completed (P2: only it may be handled
  * next, whatever the later ones hold). */
 static int head_done(void)
 {
+    if (mpi.rx_unposted == RECVS)
+        repost(); /* the head is one of them */
     recv_slot *r = &mpi.rx[mpi.rx_head];
     if (!r->done) {
         int flag = 0;
@@ -293,9 +305,10 @@ static int drain(void)
         int src = r->st.MPI_SOURCE;
         if (src < 0 || src >= mpi.n || src == mpi.me || len < 0)
             etc_fatal("a message from an unexpected source (%d)", src);
-        count += deliver_buffer(src, r->buf, (size_t)len);
-        post(r);
+        /* first: a handler may poll (which returns at once, N5) or wait */
         mpi.rx_head = (mpi.rx_head + 1) % RECVS;
+        mpi.rx_unposted++;
+        count += deliver_buffer(src, r->buf, (size_t)len);
     }
     return count;
 }
@@ -306,6 +319,7 @@ int etc_net_poll(void)
         return 0;
     mpi.polling = 1;
     flush_all();
+    repost();
     int count = drain();
     flush_all();
     if (mpi.ntx)
@@ -342,6 +356,7 @@ void etc_net_wait(double seconds)
     if (mpi.n == 1 || mpi.polling)
         return; /* N5: not from inside a handler */
     flush_all();
+    repost();
     double now = etc_time(), end = seconds < 0 ? -1 : now + seconds;
     double spin_end = now + (mpi.oversubscribed ? 0 : SPIN_SECONDS);
     double step = SLEEP_MIN;
@@ -397,6 +412,7 @@ void etc_net_finish(void)
                                 "within %g s\n", mpi.me, FINISH_SECONDS);
                 break;
             }
+            repost();
             if (drain())
                 continue;
             if (head_done())
