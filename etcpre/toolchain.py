@@ -37,10 +37,21 @@ class Target:
     compiler: str | None = None  # the C compiler etcc uses for it; None: $CC or cc
     link_flags: tuple[str, ...] = ()  # after the runtime archive when etcc links
     tools: tuple[str, ...] = ()  # programs it needs on this machine (besides cc)
+    # an environment variable that may name another compiler in place of `compiler`
+    # (mpi: ETC_MPICC=mpicc.mpich); the runtime Makefile's layer.mk reads it too
+    compiler_env: str | None = None
+
+    def compiler_command(self) -> str | None:
+        if self.compiler_env and os.environ.get(self.compiler_env, "").strip():
+            return os.environ[self.compiler_env]
+        return self.compiler
 
     def missing(self) -> str | None:
         """Why this target cannot be used on this machine, or None."""
-        absent = [t for t in self.tools if shutil.which(t) is None]
+        chosen = self.compiler_command()
+        tools = [(shlex.split(chosen)[0] if chosen and t == self.compiler else t)
+                 for t in self.tools]
+        absent = [t for t in tools if shutil.which(t) is None]
         if absent:
             return f"{', '.join(absent)} {'is' if len(absent) == 1 else 'are'} not installed"
         return None
@@ -52,6 +63,11 @@ TARGETS: MappingProxyType[str, Target] = MappingProxyType({t.name: t for t in (
            default_nodes=None),
     Target("tcp", "N processes on one or several hosts, connected by TCP", max_nodes=65534,
            launcher="tcp", hosts=True),
+    # mpicc both compiles and links (it adds MPI's flags and libraries); the same
+    # binary also runs under a plain `mpirun -n N` or `srun -n N`
+    Target("mpi", "N MPI ranks, started by mpirun, mpiexec or ETC_MPIRUN", max_nodes=65534,
+           launcher="mpi", compiler="mpicc", tools=("mpicc", "mpiexec"),
+           compiler_env="ETC_MPICC"),
 )})
 DEFAULT_TARGET = "smp"
 
@@ -94,7 +110,7 @@ def target(name: str) -> Target:
 
 def c_compiler(name: str) -> list[str]:
     """The C compiler command etcc compiles and links a target's programs with."""
-    return shlex.split(target(name).compiler or os.environ.get("CC") or "cc")
+    return shlex.split(target(name).compiler_command() or os.environ.get("CC") or "cc")
 
 
 # ETC_RUNTIME: which build of the runtime etcc links (-fsanitize always takes the

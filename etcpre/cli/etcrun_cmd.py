@@ -72,6 +72,11 @@ def _arg_parser() -> argparse.ArgumentParser:
     return ap
 
 
+def _either(names: list[str]) -> str:
+    """'a', 'a or b', 'a, b or c'."""
+    return " or ".join(filter(None, [", ".join(names[:-1]), names[-1]]))
+
+
 def _fail(msg: str, code: int = 2) -> int:
     sys.stderr.write(f"etcrun: error: {msg}\n")
     return code
@@ -114,7 +119,7 @@ def _body(argv: list[str]) -> int:
         limit = "1 node" if target.max_nodes == 1 else f"at most {target.max_nodes} nodes"
         return _fail(f"{opts.program} was built for the {target.name} target, which runs on "
                      f"{limit}, not {nodes} (rebuild it with etcc -target "
-                     f"{' or '.join(others)})")
+                     f"{_either(others)})")
     if opts.lb is not None and opts.lb not in toolchain.BALANCERS:
         return _fail(f"unknown load balancer '{opts.lb}' (valid: "
                      f"{', '.join(toolchain.BALANCERS)})")

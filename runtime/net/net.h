@@ -7,7 +7,8 @@
  *   seq/  one node, no messages;
  *   smp/  N processes on one machine, one shared-memory ring per ordered pair
  *         (with the shared heap and windows that make block moves one copy);
- *   tcp/  N processes on one or several hosts, started by etcrun's launcher.
+ *   tcp/  N processes on one or several hosts, started by etcrun's launcher;
+ *   mpi/  N MPI ranks (mpirun, mpiexec, srun), messages by MPI_Isend.
  * net/common/ holds what message-passing layers share: frames and coalescing
  * buffers (wire.h), fragmentation and reassembly of big messages (frag.h),
  * time-gated polling at thread boundaries (gate.h).

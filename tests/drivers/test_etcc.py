@@ -125,7 +125,7 @@ def test_lb_prof_and_g_are_recorded_in_the_program(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(("args", "message"), [
-    (["-target", "mpi"], "unknown target 'mpi'"),
+    (["-target", "pvm"], "unknown target 'pvm'"),
     (["-lb", "fastest"], "unknown load balancer 'fastest'"),
     (["-o"], "option '-o' needs a value"),
     ([], "no input files"),

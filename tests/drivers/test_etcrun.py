@@ -35,7 +35,7 @@ def test_seq_runs_one_node_only(build: Builder) -> None:
     proc = etcrun("-n", "2", str(prog))
     assert proc.returncode == 2
     assert "built for the seq target, which runs on 1 node, not 2 (rebuild it with etcc " \
-        "-target smp or tcp)" in proc.stderr
+        "-target smp, tcp or mpi)" in proc.stderr
 
 
 def test_node_count_from_option_or_environment(build: Builder) -> None:

@@ -70,6 +70,7 @@ void etc_coalesce_init(etc_coalesce *c, int n, size_t flush_at, size_t max_body,
     c->flush_at = flush_at;
     c->max_body = max_body;
     c->write = write;
+    c->take = NULL;
     c->ctx = ctx;
 }
 
@@ -99,6 +100,12 @@ void etc_coalesce_send_fragments(etc_coalesce *c, int dest, int type, const void
 void etc_coalesce_flush(etc_coalesce *c, int dest)
 {
     etc_wire_buf *b = &c->out[dest];
+    if (c->take) {
+        if (etc_wire_pending(b))
+            c->take(c->ctx, dest, b);
+        ETC_ASSERT(etc_wire_pending(b) == 0);
+        return;
+    }
     while (etc_wire_pending(b)) {
         size_t k = c->write(c->ctx, dest, b->buf + b->off, etc_wire_pending(b));
         ETC_ASSERT(k <= etc_wire_pending(b));

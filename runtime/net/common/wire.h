@@ -73,6 +73,11 @@ static inline int etc_wire_next(etc_wire_buf *in, size_t max_len, etc_wire_hdr *
  * run or returns n to drop the bytes (a peer that already said goodbye). */
 typedef size_t (*etc_wire_writer)(void *ctx, int dest, const unsigned char *p, size_t n);
 
+/* Or takes dest's whole buffer (its bytes [off, len) are whole frames), leaving
+ * *b with nothing pending: for a layer whose sends read the buffer after they
+ * return (mpi's MPI_Isend), so the bytes are sent without another copy. */
+typedef void (*etc_wire_taker)(void *ctx, int dest, etc_wire_buf *b);
+
 typedef struct etc_coalesce {
     etc_wire_buf *out; /* per destination */
     int n;
@@ -80,6 +85,7 @@ typedef struct etc_coalesce {
     size_t flush_at;   /* etc_coalesce_send writes a buffer once this much waits */
     size_t max_body;   /* bodies above this are fragmented (frag.h) */
     etc_wire_writer write;
+    etc_wire_taker take; /* NULL, or used instead of write (set after init) */
     void *ctx;
 } etc_coalesce;
 

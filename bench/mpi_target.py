@@ -1,0 +1,101 @@
+"""The mpi target (issue 17) against raw MPI, measured in the same run, on 2 ranks:
+a remote sync round trip against an MPI ping-pong of the same size (goal: at most
+1.3x), pipelined remote syncs (goal: over 5 M/s), a 1 MiB block move against an
+MPI_Send stream of 1 MiB blocks (goal: at least 0.7 of it), and fib(32) on 2 mpi
+ranks against 2 smp nodes. Skipped, saying why, where the mpi target is not
+available."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from benchlib import BENCH, OUT, ROOT, Section, etcc, etcrun, median_of, number, run, table
+
+from etcpre import toolchain
+from etcpre.launch import mpi as mpi_launch
+
+SYNC_BYTES = 24  # an etc SYNC frame: header and slot, as the tcp baseline uses
+
+
+def raw_mpi(prog: Path, *args: str) -> float:
+    """One run of the raw MPI peer on 2 ranks, launched as etcrun launches (P9)."""
+    env = dict(os.environ)
+    cmd = mpi_launch.mpi_command(env)
+    if os.geteuid() == 0:
+        env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+    if mpi_launch.is_open_mpi(cmd, env) and 2 > mpi_launch.cpu_count():
+        cmd += ["--oversubscribe", "--bind-to", "none"]
+    return float(run([*cmd, "-n", "2", str(prog), *args], env=env).stdout.split()[-1])
+
+
+def ops(prog: Path, test: str, count: int, arg: int) -> list[float]:
+    """ns per operation (and MB/s where there is one) of bench/ops/ops.tc, node 0 on
+    node 1."""
+    out = etcrun(prog, test, str(count), str(arg), "1", nodes=2).stdout
+    line = next(x for x in out.splitlines() if x.startswith(test + " "))
+    return [float(f) for f in line.split()[3:]]
+
+
+def fib_time(prog: Path, n: int) -> float:
+    return number(r"time: ([\d.]+) s", etcrun(prog, str(n), nodes=2).stderr)
+
+
+def bench(quick: bool) -> Section:
+    sec = Section("The mpi target against raw MPI, 2 ranks (issue 17)")
+    why = toolchain.TARGETS["mpi"].missing()
+    if why:
+        sec.add(f"Skipped: the mpi target is not available here ({why}).", "")
+        return sec
+    reps = 3 if quick else 5
+    out = OUT / "mpi"
+    prog = etcc(BENCH / "ops" / "ops.tc", out / "ops-mpi", "-target", "mpi")
+    peer = out / "mpi_pingpong"
+    peer.parent.mkdir(parents=True, exist_ok=True)
+    run([*toolchain.c_compiler("mpi"), "-O2", str(BENCH / "peers" / "mpi_pingpong.c"), "-o",
+         str(peer)])
+    fib_mpi = etcc(ROOT / "samples" / "fib.tc", out / "fib-mpi", "-O2", "-target", "mpi")
+    fib_smp = etcc(ROOT / "samples" / "fib.tc", out / "fib-smp", "-O2", "-target", "smp")
+    mb = 1 << 20
+    # each etc figure and its baseline taken in turn, so both see the same moments
+    # of this shared machine
+    rtt, raw_rtt, pipe, blk, raw_bw, f_mpi, f_smp = [], [], [], [], [], [], []
+    for _ in range(reps):
+        rtt.append(ops(prog, "sync_seq", 20_000, 0)[0])
+        raw_rtt.append(raw_mpi(peer, "pingpong", "20000", str(SYNC_BYTES)))
+        pipe.append(ops(prog, "sync_pipe", 200_000 if quick else 1_000_000, 0)[0])
+        blk.append(ops(prog, "blkmov", 64, mb)[1])
+        raw_bw.append(raw_mpi(peer, "stream", "500", str(mb)))
+        f_mpi.append(fib_time(fib_mpi, 32))
+        f_smp.append(fib_time(fib_smp, 32))
+    r_rtt = median_of([a / b for a, b in zip(rtt, raw_rtt, strict=True)])
+    r_blk = median_of([a / b for a, b in zip(blk, raw_bw, strict=True)])
+    m_pipe = 1e3 / median_of(pipe)
+    t_mpi, t_smp = median_of(f_mpi), median_of(f_smp)
+    sec.add(f"Node 0 operates on node 1 (bench/ops/ops.tc, mpi target, 2 ranks through "
+            f"etcrun); raw MPI is bench/peers/mpi_pingpong.c on 2 ranks started the same way; "
+            f"median of {reps} rounds, each etc figure next to its baseline.", "")
+    sec.add(*table(["what", "etc mpi", "baseline", "etc / baseline"], [
+        [f"sync round trip (µs) vs MPI ping-pong of {SYNC_BYTES} bytes", median_of(rtt) / 1e3,
+         median_of(raw_rtt) / 1e3, r_rtt],
+        ["pipelined syncs (M/s)", m_pipe, "NA", "NA"],
+        ["1 MiB block move vs MPI_Send stream of 1 MiB (MB/s)", median_of(blk),
+         median_of(raw_bw), r_blk],
+        ["fib(32), 2 nodes: mpi vs smp (s)", t_mpi, t_smp, t_mpi / t_smp],
+    ]))
+    sec.add(f"Goals (issue 17): round trip within 1.3x of MPI's: **{r_rtt:.2f}x** "
+            f"({'met' if r_rtt <= 1.3 else 'not met'}); pipelined syncs over 5 M/s: "
+            f"**{m_pipe:.1f} M/s** ({'met' if m_pipe > 5 else 'not met'}); 1 MiB block moves "
+            f"at least 0.7 of MPI_Send: **{r_blk:.2f}** ({'met' if r_blk >= 0.7 else 'not met'});"
+            f" fib(32) on 2 mpi ranks takes **{t_mpi / t_smp:.2f}x** the time of 2 smp nodes.",
+            "")
+    sec.data = {"sync_rtt_ns": median_of(rtt), "mpi_pingpong_ns": median_of(raw_rtt),
+                "sync_pipe_ns": median_of(pipe), "blkmov_1mib_mbs": median_of(blk),
+                "mpi_send_1mib_mbs": median_of(raw_bw), "fib32_mpi_s": t_mpi,
+                "fib32_smp_s": t_smp}
+    return sec
+
+
+if __name__ == "__main__":  # python bench/mpi_target.py [--quick]
+    import sys
+    print(bench("--quick" in sys.argv).markdown())

@@ -1,0 +1,55 @@
+/* mpi_pingpong.c: raw MPI baselines for the mpi target's benchmarks (bench/mpi_target.py),
+ * on 2 ranks:
+ *   mpi_pingpong pingpong COUNT BYTES   mean round trip of COUNT ping-pongs (ns)
+ *   mpi_pingpong stream COUNT BYTES     rank 1 MPI_Sends COUNT blocks to rank 0 (MB/s)
+ * Rank 0 prints the figure. */
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int main(int argc, char **argv)
+{
+    MPI_Init(&argc, &argv);
+    int me, n;
+    MPI_Comm_rank(MPI_COMM_WORLD, &me);
+    MPI_Comm_size(MPI_COMM_WORLD, &n);
+    if (argc != 4 || n != 2) {
+        if (me == 0)
+            fprintf(stderr, "usage: mpirun -n 2 mpi_pingpong pingpong|stream COUNT BYTES\n");
+        MPI_Finalize();
+        return 2;
+    }
+    long count = atol(argv[2]);
+    size_t bytes = (size_t)atol(argv[3]);
+    char *buf = malloc(bytes ? bytes : 1);
+    memset(buf, 1, bytes);
+    int ping = strcmp(argv[1], "pingpong") == 0;
+    for (int round = 0; round < 2; round++) { /* a warm-up round, then the measured one */
+        MPI_Barrier(MPI_COMM_WORLD);
+        double t0 = MPI_Wtime();
+        for (long i = 0; i < count; i++) {
+            if (ping) {
+                if (me == 0) {
+                    MPI_Send(buf, (int)bytes, MPI_BYTE, 1, 0, MPI_COMM_WORLD);
+                    MPI_Recv(buf, (int)bytes, MPI_BYTE, 1, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+                } else {
+                    MPI_Recv(buf, (int)bytes, MPI_BYTE, 0, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+                    MPI_Send(buf, (int)bytes, MPI_BYTE, 0, 0, MPI_COMM_WORLD);
+                }
+            } else if (me == 1) {
+                MPI_Send(buf, (int)bytes, MPI_BYTE, 0, 0, MPI_COMM_WORLD);
+            } else {
+                MPI_Recv(buf, (int)bytes, MPI_BYTE, 1, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            }
+        }
+        if (!ping) /* the last block has arrived when rank 1 hears so */
+            MPI_Barrier(MPI_COMM_WORLD);
+        double s = MPI_Wtime() - t0;
+        if (round == 1 && me == 0)
+            printf("%.1f\n", ping ? s / (double)count * 1e9 : (double)count * (double)bytes / s / 1e6);
+    }
+    free(buf);
+    MPI_Finalize();
+    return 0;
+}

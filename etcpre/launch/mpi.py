@@ -1,0 +1,284 @@
+"""etcrun's launcher for mpi programs: start N ranks with the MPI launcher, relay
+their output, and say in one `etc: error: ...` line why a failed run failed.
+
+The MPI launcher is `ETC_MPIRUN` (a command line, e.g. `srun --mpi=pmix`), else
+`mpirun`, else `mpiexec`; etcrun appends `-n N program args...`. For Open MPI's
+(recognised by its `--version`) it adds what this machine needs (docs/protocols.md
+P9): `--oversubscribe --bind-to none` when N exceeds the CPUs, `-x VAR` for the
+`ETC_*` settings, and a private session directory, removed after the run. Run as
+root, `OMPI_ALLOW_RUN_AS_ROOT=1` and `OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1` are in the
+environment of any MPI launcher (Open MPI refuses root without them).
+
+The ranks report their own faults (`etc: error: node K: ...`, then MPI_Abort or
+death by the signal); the MPI launcher then stops the others and prints its own
+account of it, which is held back and dropped. A rank that could not report (killed
+from outside, a sanitizer's exit) is named from that account: `etc: error: node K:
+killed by SIGKILL`. SIGINT and SIGTERM stop the MPI launcher and so every rank.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import selectors
+import shlex
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+STOP_GRACE = 3.0  # seconds the MPI launcher has to stop its ranks after a signal
+DASHES = re.compile(r"^-{20,}$")
+# Open MPI's accounts of a rank that ended the job (4.x: mpirun, 5.x: prterun)
+KILLED = re.compile(r"process rank (\d+) with PID \d+ on node \S+ exited on signal (\d+)")
+EXIT_NAME = re.compile(r"Process name:\s*\[\[\d+,\d+\],(\d+)\]")
+EXIT_CODE = re.compile(r"Exit code:\s*(\d+)")
+IMPROPER = re.compile(r"process rank (\d+) with PID \d+ on node \S+ exiting improperly")
+# What Open MPI's launcher prints outside its dashed blocks, about itself
+OMPI_LINE = re.compile(r"^\[[^\]\s]+:\d+\] |^Set MCA parameter |^(mpirun|prterun): ")
+PASS_ON = ("ETC_LB", "ETC_PROF_OUT", "ETC_PROF_HZ", "ETC_TAG_OUTPUT", "ETC_NODES")
+
+
+class LaunchError(Exception):
+    """A problem starting the run; the message is ready for the user."""
+
+
+def cpu_count() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def mpi_command(env: dict[str, str]) -> list[str]:
+    """The MPI launcher's command: ETC_MPIRUN, mpirun or mpiexec."""
+    given = env.get("ETC_MPIRUN")
+    if given is not None:
+        try:
+            cmd = shlex.split(given)
+        except ValueError as exc:
+            raise LaunchError(f"ETC_MPIRUN='{given}' is not a command line: {exc}") from None
+        if not cmd:
+            raise LaunchError("ETC_MPIRUN is set but blank: it names no MPI launcher")
+        if shutil.which(cmd[0], path=env.get("PATH")) is None:
+            raise LaunchError(f"ETC_MPIRUN='{given}': {cmd[0]}: command not found")
+        return cmd
+    for name in ("mpirun", "mpiexec"):
+        path = shutil.which(name, path=env.get("PATH"))
+        if path:
+            return [path]
+    raise LaunchError("neither mpirun nor mpiexec is installed (install Open MPI or MPICH, "
+                      "or name the launcher in ETC_MPIRUN)")
+
+
+def is_open_mpi(cmd: list[str], env: dict[str, str]) -> bool:
+    # mpirun, or Debian's alternatives' targets: mpirun.openmpi, mpiexec.mpich, ...
+    if Path(cmd[0]).name.split(".")[0] not in ("mpirun", "mpiexec", "orterun", "prterun"):
+        return False
+    try:
+        out = subprocess.run([cmd[0], "--version"], capture_output=True, text=True,
+                             timeout=20, env=env, check=False, stdin=subprocess.DEVNULL)
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return "Open MPI" in out.stdout + out.stderr or "OpenRTE" in out.stdout + out.stderr
+
+
+def signal_name(num: int) -> str:
+    try:
+        return signal.Signals(num).name
+    except ValueError:
+        return f"signal {num}"
+
+
+def explain(text: str, status: int) -> str:
+    """The `etc: error:` line for a failed run whose ranks said nothing, from what
+    the MPI launcher printed."""
+    m = KILLED.search(text)
+    if m:
+        return f"node {m.group(1)}: killed by {signal_name(int(m.group(2)))}"
+    name, code = EXIT_NAME.search(text), EXIT_CODE.search(text)
+    if name and code:
+        return (f"node {name.group(1)}: exited with status {code.group(1)} while the run was "
+                "going on")
+    m = IMPROPER.search(text)
+    if m:
+        return f"node {m.group(1)}: exited without finishing the run"
+    if status < 0:
+        return f"the MPI launcher was killed by {signal_name(-status)}"
+    return f"the MPI launcher failed (exit status {status}); its message is above"
+
+
+class Launcher:
+    def __init__(self, prog: Path, args: list[str], n: int, env: dict[str, str]) -> None:
+        self.n = n
+        self.env = dict(env)
+        self.env["ETC_NODES"] = str(n)
+        cmd = mpi_command(self.env)
+        self.tmp: str | None = None
+        flags: list[str] = []
+        if os.geteuid() == 0:  # Open MPI refuses root without both; others ignore them
+            self.env["OMPI_ALLOW_RUN_AS_ROOT"] = "1"
+            self.env["OMPI_ALLOW_RUN_AS_ROOT_CONFIRM"] = "1"
+        if is_open_mpi(cmd, self.env):
+            if n > cpu_count():
+                flags += ["--oversubscribe", "--bind-to", "none"]
+            for key in PASS_ON:
+                if key in self.env:
+                    flags += ["-x", key]
+            # its session directory: removed after the run, however it ends
+            self.tmp = tempfile.mkdtemp(prefix="etc-mpi-")
+            self.env["OMPI_MCA_orte_tmpdir_base"] = self.tmp
+            self.env["OMPI_MCA_prte_tmpdir_base"] = self.tmp
+        # absolute: a launcher may look a bare name up in PATH, or start elsewhere
+        self.cmd = [*cmd, *flags, "-n", str(n), str(prog.resolve()), *args]
+        self.sel = selectors.DefaultSelector()
+        self.held: list[str] = []  # the MPI launcher's own lines, held back
+        self.in_block = False
+        self.reported = False  # a rank printed its own `etc: error:`
+        self.interrupted = 0
+        self.partial = {"out": b"", "err": b""}
+        self.stdout: object | None = getattr(sys.stdout, "buffer", None)  # None: closed
+        self.stdout_closed = self.stdout is None  # (not a reader that went away later)
+        self.stderr: object | None = getattr(sys.stderr, "buffer", None)
+        self.output_error: str | None = None  # the run's output was lost: it fails
+
+    def _write(self, stream: str, data: bytes) -> None:
+        """Writes to our stdout/stderr; a reader that went away (`| head`) is not a
+        failure of the run, and its output is dropped from then on; any other write
+        error (a full disk, a closed stdout) ends the run with an error (N10)."""
+        sink = self.stdout if stream == "out" else self.stderr
+        if sink is None:
+            if stream == "out" and self.stdout_closed:
+                self.stdout_closed = False  # said once
+                self.output_error = "cannot write to standard output: it is closed"
+            return
+        try:
+            sink.write(data)  # type: ignore[attr-defined]
+            sink.flush()  # type: ignore[attr-defined]
+        except OSError as exc:
+            if stream == "out":
+                self.stdout = None
+            else:
+                self.stderr = None
+            if not isinstance(exc, BrokenPipeError) and self.output_error is None:
+                name = "standard output" if stream == "out" else "standard error"
+                self.output_error = f"cannot write to {name}: {exc.strerror or exc}"
+
+    def line(self, stream: str, raw: bytes) -> None:
+        if stream == "out":
+            self._write("out", raw)
+            return
+        text = raw.decode(errors="replace").rstrip("\n")
+        if DASHES.match(text):
+            self.in_block = not self.in_block
+            self.held.append(text)
+            return
+        if self.in_block or OMPI_LINE.match(text):
+            self.held.append(text)
+            return
+        if text.startswith(("etc: error:", "etc: interrupted")):
+            self.reported = True
+        self._write("err", raw)
+
+    def relay(self, stream: str, data: bytes, eof: bool) -> None:
+        buf = self.partial[stream] + data
+        while True:
+            nl = buf.find(b"\n")
+            if nl < 0:
+                break
+            self.line(stream, buf[: nl + 1])
+            buf = buf[nl + 1:]
+        if eof and buf:
+            self.line(stream, buf)
+            buf = b""
+        self.partial[stream] = buf
+
+    def _signal(self, signum: int, frame: object) -> None:
+        self.interrupted = signum
+
+    def run(self) -> int:
+        old = {s: signal.signal(s, self._signal)
+               for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
+        try:
+            return self._run()
+        finally:
+            for s, h in old.items():
+                signal.signal(s, h)
+            if self.tmp:
+                shutil.rmtree(self.tmp, ignore_errors=True)
+
+    def _run(self) -> int:
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except (OSError, ValueError, AttributeError):
+                pass
+        try:
+            proc = subprocess.Popen(self.cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                    env=self.env, start_new_session=True)
+        except OSError as exc:
+            raise LaunchError(f"cannot start {self.cmd[0]}: {exc.strerror}") from None
+        assert proc.stdout and proc.stderr
+        for f, kind in ((proc.stdout, "out"), (proc.stderr, "err")):
+            os.set_blocking(f.fileno(), False)
+            self.sel.register(f, selectors.EVENT_READ, kind)
+        stop_sent: float | None = None
+        while self.sel.get_map():
+            if (self.interrupted or self.output_error) and stop_sent is None:
+                stop_sent = time.monotonic()
+                _signal_group(proc.pid, signal.SIGTERM)
+            if stop_sent is not None and time.monotonic() - stop_sent > STOP_GRACE:
+                _signal_group(proc.pid, signal.SIGKILL)
+                break
+            for key, _ in self.sel.select(0.2):
+                try:
+                    data = os.read(key.fd, 65536)
+                except BlockingIOError:
+                    continue
+                except OSError:
+                    data = b""
+                self.relay(key.data, data, eof=not data)
+                if not data:
+                    self.sel.unregister(key.fileobj)
+        status = proc.wait()
+        _signal_group(proc.pid, signal.SIGKILL)  # nothing of the run outlives it
+        for stream in ("out", "err"):
+            self.relay(stream, b"", eof=True)
+        if self.output_error is not None:
+            self._write("err", f"etc: error: {self.output_error}\n".encode())
+            return 1
+        if self.interrupted:
+            name = signal.Signals(self.interrupted).name
+            self._write("err", f"etc: interrupted ({name}): stopped all {self.n} node"
+                        f"{'s' if self.n != 1 else ''}\n".encode())
+            return 128 + self.interrupted
+        if status == 0:
+            if self.held:  # warnings of a run that went well: the user may want them
+                self._write("err", "".join(x + "\n" for x in self.held).encode())
+            return 0
+        if not self.reported:
+            why = explain("\n".join(self.held), status)
+            if why.endswith("its message is above"):
+                self._write("err", "".join(x + "\n" for x in self.held).encode())
+            self._write("err", f"etc: error: {why}\n".encode())
+        return status if status > 0 else 1
+
+
+def _signal_group(pid: int, sig: int) -> None:
+    try:
+        os.killpg(pid, sig)
+    except OSError:
+        pass
+
+
+def launch(prog: Path, args: list[str], n: int, env: dict[str, str],
+           opts: argparse.Namespace) -> int:
+    try:
+        return Launcher(prog, args, n, env).run()
+    except LaunchError as exc:
+        sys.stderr.write(f"etcrun: error: {exc}\n")
+        return 2

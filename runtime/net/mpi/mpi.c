@@ -1,0 +1,649 @@
+/* mpi.c: the MPI network layer: a node is an MPI rank (node = rank), started
+ * by etcrun's launcher (etcpre/launch/mpi.py: mpirun, mpiexec or ETC_MPIRUN)
+ * or directly by `mpirun -n N ./prog` or `srun -n N ./prog`.
+ *
+ * Messages (docs/protocols.md P1-P8) are the frames of net/common/wire.h,
+ * coalesced per destination exactly as on tcp (F2) and fragmented above 256
+ * KiB (F3); a destination's buffer is handed whole to MPI_Isend (no copy) and
+ * comes back to a pool when the send completes. Every node keeps a ring of
+ * receives pre-posted from any source on its own duplicate of
+ * MPI_COMM_WORLD, each big enough for the largest buffer a sender hands over,
+ * and handles them in the order they were posted: MPI matches a source's
+ * messages to receives in posting order, so per-pair order holds (N1).
+ * Thread boundaries flush and poll time-gated as tcp does (F4); an idle node
+ * spins a little, then sleeps in growing steps (P4), so oversubscribed ranks
+ * do not take the CPU from the busy ones. MPI is initialised with
+ * MPI_THREAD_FUNNELED: only the node's own thread calls it.
+ *
+ * Faults (P6, P7): a fatal error calls MPI_Abort after printing it; a crash is
+ * reported by the node (core/crash.c) and the MPI launcher ends the others; a
+ * node that calls exit() during the run says so and aborts; a node killed from
+ * outside is reported by etcrun's launcher from what mpirun says.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdio_ext.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <mpi.h>
+#if defined(__SANITIZE_ADDRESS__) /* gcc's; clang's is __has_feature */
+#define MPI_LAYER_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define MPI_LAYER_ASAN 1
+#endif
+#endif
+#ifdef MPI_LAYER_ASAN
+#include <sanitizer/lsan_interface.h>
+/* What the MPI library allocates for itself at MPI_Init and keeps, in modules
+ * it unloads at MPI_Finalize, is not the program's leak. */
+#define LSAN_OFF() __lsan_disable()
+#define LSAN_ON() __lsan_enable()
+/* ... nor what its own threads allocate and keep (named once its modules stay
+ * loaded: OMPI_MCA_mca_base_component_disable_dlclose below) */
+const char *__lsan_default_suppressions(void);
+const char *__lsan_default_suppressions(void)
+{
+    return "leak:libmpi.so\nleak:libopen-pal.so\nleak:libopen-rte.so\nleak:libpmix.so\n"
+           "leak:mca_\nleak:libhwloc.so\nleak:libevent\nleak:libmpich.so\n";
+}
+/* Frames of the MPI library's threads lack frame pointers: the fast unwinder
+ * stops in an unnamed module there, and no suppression can match that. */
+const char *__asan_default_options(void);
+const char *__asan_default_options(void)
+{
+    return "fast_unwind_on_malloc=0";
+}
+#else
+#define LSAN_OFF() ((void)0)
+#define LSAN_ON() ((void)0)
+#endif
+
+#include "net/common/frag.h"
+#include "net/common/gate.h"
+#include "net/common/wire.h"
+#include "etc.h"
+#include "net/net.h"
+
+ETC_NET_LAYER("mpi");
+
+#define TAG 1                    /* every frame buffer travels with this tag */
+#define MAX_MESSAGE (256u << 10) /* P1: the largest frame body; bigger are fragmented */
+#define FLUSH_AT (64u << 10)     /* F2: hand a destination's buffer over at this size */
+/* P1: the most a buffer can hold when handed over: just under FLUSH_AT, then
+ * one more frame of the largest body */
+#define CHUNK (FLUSH_AT + MAX_MESSAGE + sizeof(etc_wire_hdr))
+#define RECVS 8                  /* P2: receives kept posted */
+#define POOL 16                  /* spare send buffers kept */
+#define NET_BYE 0xFFFFu          /* P5: "I am done": nothing more comes from me */
+#define POLL_INTERVAL 20e-6      /* F4: at thread boundaries, poll at most this often */
+#define SLEEP_MIN 20e-6          /* P4: an idle node's first sleep ... */
+#define SLEEP_MAX 1e-3           /* ... doubling up to this */
+#define SPIN_SECONDS 50e-6       /* P4: how long an idle node spins first */
+#define FINISH_SECONDS 30.0      /* P5: the longest a node waits for the others' goodbyes */
+
+typedef struct {
+    MPI_Request req;
+    MPI_Status st;
+    int done; /* completed (found by a wait), not handled yet */
+    unsigned char *buf;
+} recv_slot;
+
+typedef struct {
+    MPI_Request req;
+    etc_wire_buf b;
+} send_slot;
+
+static struct {
+    int me, n;
+    MPI_Comm comm;
+    int running;   /* started, not yet finishing or aborting: an exit() is a fault */
+    int finishing; /* P5: what arrives now is dropped */
+    int polling;   /* N5: no nested poll */
+    int byes;      /* goodbyes received while finishing */
+    int *bye;      /* per node: it said goodbye (sends to it are dropped) */
+    int oversubscribed;
+    recv_slot rx[RECVS];
+    int rx_head;   /* the oldest posted receive: the next to handle */
+    int rx_unposted; /* the slots just before rx_head, handled, not yet posted again */
+    send_slot *tx;
+    int ntx, tx_cap;
+    etc_wire_buf pool[POOL];
+    int npool;
+    etc_frag_in *frag; /* per source */
+    etc_coalesce out;
+    etc_gate gate;
+} mpi;
+
+/* ---------------------------------------------------------------- errors */
+
+static void check(int rc, const char *what, int node)
+{
+    if (rc == MPI_SUCCESS)
+        return;
+    char text[MPI_MAX_ERROR_STRING] = "";
+    int len = 0;
+    MPI_Error_string(rc, text, &len);
+    if (node >= 0)
+        etc_fatal("%s (node %d) failed: %s", what, node, text);
+    etc_fatal("%s failed: %s", what, text);
+}
+
+static void bad_frame(int k, const char *why)
+{
+    etc_fatal("bad frame from node %d: %s", k, why);
+}
+
+/* ---------------------------------------------------------------- sending */
+
+/* The coalescing buffers' taker (F2, P1): dest's buffer goes to MPI_Isend as
+ * it is; an empty one from the pool takes its place. */
+static void take_buffer(void *ctx, int dest, etc_wire_buf *b)
+{
+    (void)ctx;
+    size_t len = etc_wire_pending(b);
+    if (len > CHUNK)
+        etc_fatal("internal error: a send buffer of %zu bytes for node %d (at most %zu)", len,
+                  dest, (size_t)CHUNK);
+    if (mpi.ntx == mpi.tx_cap) {
+        mpi.tx_cap = mpi.tx_cap ? 2 * mpi.tx_cap : 16;
+        mpi.tx = etc_xrealloc(mpi.tx, (size_t)mpi.tx_cap * sizeof *mpi.tx);
+    }
+    send_slot *s = &mpi.tx[mpi.ntx];
+    s->b = *b;
+    check(MPI_Isend(s->b.buf + s->b.off, (int)len, MPI_BYTE, dest, TAG, mpi.comm, &s->req),
+          "MPI_Isend", dest);
+    mpi.ntx++;
+    *b = mpi.npool ? mpi.pool[--mpi.npool] : (etc_wire_buf){0};
+    b->off = b->len = 0;
+}
+
+/* Completed sends give their buffers back; returns how many are still out. */
+static int reap_sends(void)
+{
+    int j = 0;
+    for (int i = 0; i < mpi.ntx; i++) {
+        int done = 0;
+        check(MPI_Test(&mpi.tx[i].req, &done, MPI_STATUS_IGNORE), "MPI_Test of a send", -1);
+        if (!done) {
+            mpi.tx[j++] = mpi.tx[i];
+            continue;
+        }
+        etc_wire_buf b = mpi.tx[i].b;
+        if (mpi.npool < POOL && b.cap <= 2 * CHUNK) {
+            b.off = b.len = 0;
+            mpi.pool[mpi.npool++] = b;
+        } else {
+            etc_wire_free(&b);
+        }
+    }
+    mpi.ntx = j;
+    return j;
+}
+
+static void flush_all(void)
+{
+    etc_coalesce_flush_all(&mpi.out);
+}
+
+void etc_net_send(int dest, int type, const void *a, size_t alen, const void *b, size_t blen)
+{
+    if (mpi.bye[dest])
+        return; /* it finished: only balancer chatter can still be addressed to it */
+    etc_coalesce_send(&mpi.out, dest, type, a, alen, b, blen);
+}
+
+void etc_net_flush(void)
+{
+    flush_all();
+}
+
+size_t etc_net_max_message(void)
+{
+    return MAX_MESSAGE;
+}
+
+int etc_net_read_remote(int node, void *local_dst, const void *remote_src, size_t n)
+{
+    (void)node;
+    (void)local_dst;
+    (void)remote_src;
+    (void)n;
+    return -1; /* P3: block moves travel as messages */
+}
+
+int etc_net_write_remote(int node, void *remote_dst, const void *local_src, size_t n)
+{
+    (void)node;
+    (void)remote_dst;
+    (void)local_src;
+    (void)n;
+    return -1;
+}
+
+/* ---------------------------------------------------------------- receiving */
+
+static void post(recv_slot *r)
+{
+    r->done = 0;
+    check(MPI_Irecv(r->buf, (int)CHUNK, MPI_BYTE, MPI_ANY_SOURCE, TAG, mpi.comm, &r->req),
+          "MPI_Irecv", -1);
+}
+
+/* P2: handled slots are posted again in the order they were handled (so the
+ * ring stays in posting order), at the next poll or wait rather than at once:
+ * a node answers a message before it pays for the new receive. */
+static void repost(void)
+{
+    for (; mpi.rx_unposted > 0; mpi.rx_unposted--)
+        post(&mpi.rx[(mpi.rx_head - mpi.rx_unposted + RECVS) % RECVS]);
+}
+
+/* Whether the oldest posted receive has completed (P2: only it may be handled
+ * next, whatever the later ones hold). */
+static int head_done(void)
+{
+    if (mpi.rx_unposted == RECVS)
+        repost(); /* the head is one of them */
+    recv_slot *r = &mpi.rx[mpi.rx_head];
+    if (!r->done) {
+        int flag = 0;
+        check(MPI_Test(&r->req, &flag, &r->st), "MPI_Test of a receive", -1);
+        r->done = flag;
+    }
+    return r->done;
+}
+
+/* Delivers every frame of one received buffer from node k. */
+static int deliver_buffer(int k, unsigned char *buf, size_t len)
+{
+    etc_wire_buf in = {buf, 0, len, len};
+    etc_wire_hdr h;
+    const unsigned char *body;
+    int count = 0, r;
+    etc_frag_in *fr = &mpi.frag[k];
+    while ((r = etc_wire_next(&in, MAX_MESSAGE, &h, &body)) != 0) {
+        if (r < 0)
+            bad_frame(k, "oversized");
+        if (h.type == NET_BYE && h.len == 0) {
+            if (!mpi.bye[k]) {
+                mpi.bye[k] = 1;
+                mpi.byes++;
+            }
+            continue;
+        }
+        if (h.type == 0 || h.type >= ETC_NET_TYPES)
+            bad_frame(k, "unknown type");
+        if (mpi.finishing)
+            continue; /* N7 */
+        if (!h.flags && !fr->buf) { /* a whole message, not inside a fragmented one */
+            etc_deliver(k, h.type, body, h.len);
+            count++;
+            continue;
+        }
+        int got = etc_frag_receive(fr, NULL, k, h.type, h.flags, body, h.len);
+        if (got < 0)
+            bad_frame(k, "a fragment out of sequence");
+        count += got;
+    }
+    if (etc_wire_pending(&in))
+        bad_frame(k, "truncated"); /* P1: a buffer holds whole frames */
+    return count;
+}
+
+/* Handles completed receives in posting order, reposting each. */
+static int drain(void)
+{
+    int count = 0;
+    while (head_done()) {
+        recv_slot *r = &mpi.rx[mpi.rx_head];
+        int len = 0;
+        MPI_Get_count(&r->st, MPI_BYTE, &len);
+        int src = r->st.MPI_SOURCE;
+        if (src < 0 || src >= mpi.n || src == mpi.me || len < 0)
+            etc_fatal("a message from an unexpected source (%d)", src);
+        /* first: a handler may poll (which returns at once, N5) or wait */
+        mpi.rx_head = (mpi.rx_head + 1) % RECVS;
+        mpi.rx_unposted++;
+        count += deliver_buffer(src, r->buf, (size_t)len);
+    }
+    return count;
+}
+
+int etc_net_poll(void)
+{
+    if (mpi.n == 1 || mpi.polling)
+        return 0;
+    mpi.polling = 1;
+    flush_all();
+    repost();
+    int count = drain();
+    flush_all();
+    if (mpi.ntx)
+        reap_sends();
+    mpi.polling = 0;
+    return count;
+}
+
+/* F4: a poll costs calls into MPI, so at thread boundaries it happens at most
+ * every POLL_INTERVAL; output is flushed at every boundary that has some. */
+void etc_net_boundary(void)
+{
+    if (mpi.out.pending)
+        flush_all();
+    if (etc_gate_due(&mpi.gate))
+        etc_net_poll();
+}
+
+_Atomic uint64_t *etc_net_boundary_word(void)
+{
+    return NULL; /* the boundary logic (flush, time-gated poll) is in the call */
+}
+
+static void sleep_for(double s)
+{
+    struct timespec ts = {(time_t)s, (long)((s - (double)(time_t)s) * 1e9)};
+    nanosleep(&ts, NULL);
+}
+
+/* P4: spin (not when oversubscribed), then sleep in doubling steps, until a
+ * receive completes or the time is up. MPI has no wait that sleeps. */
+void etc_net_wait(double seconds)
+{
+    if (mpi.n == 1 || mpi.polling)
+        return; /* N5: not from inside a handler */
+    flush_all();
+    repost();
+    double now = etc_time(), end = seconds < 0 ? -1 : now + seconds;
+    double spin_end = now + (mpi.oversubscribed ? 0 : SPIN_SECONDS);
+    double step = SLEEP_MIN;
+    for (;;) {
+        if (head_done())
+            return;
+        if (mpi.ntx)
+            reap_sends();
+        now = etc_time();
+        if (end >= 0 && now >= end)
+            return;
+        if (now < spin_end)
+            continue;
+        double s = step;
+        if (end >= 0 && end - now < s)
+            s = end - now;
+        sleep_for(s);
+        if (step < SLEEP_MAX)
+            step *= 2;
+    }
+}
+
+/* ---------------------------------------------------------------- the end */
+
+static void release_receives(void)
+{
+    for (int i = 0; i < RECVS; i++) {
+        recv_slot *r = &mpi.rx[i];
+        if (r->done)
+            continue;
+        MPI_Cancel(&r->req);
+        MPI_Wait(&r->req, MPI_STATUS_IGNORE);
+    }
+}
+
+/* P5: goodbyes to every node, then receive (and drop) until every node's
+ * goodbye and our own sends are done, so that no send stays unmatched. */
+static void end_last_lines(void);
+
+void etc_net_finish(void)
+{
+    end_last_lines();
+    etc_flush_output_checked();
+    mpi.running = 0;
+    mpi.finishing = 1;
+    if (mpi.n > 1) {
+        for (int k = 0; k < mpi.n; k++)
+            if (k != mpi.me)
+                etc_coalesce_put(&mpi.out, k, NET_BYE, 0, NULL, 0, 0);
+        flush_all();
+        double deadline = etc_time() + FINISH_SECONDS, step = SLEEP_MIN;
+        while (mpi.byes < mpi.n - 1 || reap_sends() > 0) {
+            if (etc_time() > deadline) {
+                fprintf(stderr, "etc: warning: node %d: the other nodes did not say goodbye "
+                                "within %g s\n", mpi.me, FINISH_SECONDS);
+                break;
+            }
+            repost();
+            if (drain())
+                continue;
+            if (head_done())
+                continue;
+            sleep_for(step);
+            if (step < SLEEP_MAX)
+                step *= 2;
+        }
+        release_receives();
+    }
+    LSAN_OFF();
+    MPI_Comm_free(&mpi.comm);
+    MPI_Finalize();
+    LSAN_ON();
+    exit(0);
+}
+
+/* N8, P6: the fatal error is printed; MPI ends every rank. */
+void etc_net_abort(void)
+{
+    fflush(stdout);
+    fflush(stderr);
+    mpi.running = 0;
+    MPI_Abort(MPI_COMM_WORLD, 1);
+    _exit(1); /* not reached */
+}
+
+void etc_net_fatal_signal(void)
+{
+    mpi.running = 0; /* the signal ends the process; the MPI launcher ends the others */
+}
+
+/* P7: exit() in a node while the run goes on ends the run, saying so. */
+static void on_exit_check(int status, void *arg)
+{
+    (void)arg;
+    if (!mpi.running)
+        return;
+    mpi.running = 0;
+    fflush(stdout);
+    fprintf(stderr, "etc: error: node %d: exited with status %d while the run was going on (a "
+                    "node must not call exit(); MAIN ends with END_FUNCTION() or RETURN())\n",
+            mpi.me, status);
+    fflush(stderr);
+    MPI_Abort(MPI_COMM_WORLD, status ? status : 1);
+}
+
+/* ---------------------------------------------------------------- output */
+
+/* N10, P8: with ETC_TAG_OUTPUT each line starts with "[K] ", written with one
+ * write() so the launcher's relay never splits it. */
+typedef struct {
+    int fd;
+    char *buf;
+    size_t len, cap;
+} tagged;
+static tagged tagged_out[2];
+
+static void tagged_emit(tagged *t, const char *p, size_t n)
+{
+    char prefix[24];
+    int pl = snprintf(prefix, sizeof prefix, "[%d] ", mpi.me);
+    char *line = malloc((size_t)pl + n);
+    if (!line)
+        return;
+    memcpy(line, prefix, (size_t)pl);
+    memcpy(line + pl, p, n);
+    size_t left = (size_t)pl + n;
+    const char *q = line;
+    while (left) {
+        ssize_t w = write(t->fd, q, left);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            break;
+        q += w;
+        left -= (size_t)w;
+    }
+    free(line);
+}
+
+static ssize_t tagged_write(void *cookie, const char *data, size_t n)
+{
+    tagged *t = cookie;
+    if (t->len + n > t->cap) {
+        size_t cap = t->cap ? t->cap : 4096;
+        while (cap < t->len + n)
+            cap *= 2;
+        char *nb = realloc(t->buf, cap);
+        if (!nb)
+            return -1;
+        t->buf = nb;
+        t->cap = cap;
+    }
+    memcpy(t->buf + t->len, data, n);
+    t->len += n;
+    size_t start = 0;
+    for (size_t i = 0; i < t->len; i++) {
+        if (t->buf[i] != '\n')
+            continue;
+        tagged_emit(t, t->buf + start, i + 1 - start);
+        start = i + 1;
+    }
+    memmove(t->buf, t->buf + start, t->len - start);
+    t->len -= start;
+    return (ssize_t)n;
+}
+
+static void tagged_drain(void)
+{
+    fflush(stdout);
+    fflush(stderr);
+    for (int i = 0; i < 2; i++)
+        if (tagged_out[i].len) {
+            tagged_emit(&tagged_out[i], tagged_out[i].buf, tagged_out[i].len);
+            tagged_out[i].len = 0;
+        }
+}
+
+/* N10, P8: a last line without its newline gets one, so that the MPI launcher
+ * does not glue it to another rank's line. stdout is line-buffered (and the
+ * tagged streams keep what has no newline yet), so what is pending is such a line. */
+static void end_last_lines(void)
+{
+    FILE *streams[2] = {stdout, stderr};
+    for (int i = 0; i < 2; i++)
+        if (__fpending(streams[i]) > 0 || tagged_out[i].len > 0)
+            fputc('\n', streams[i]);
+}
+
+static void setup_tagging(void)
+{
+    const char *tag = getenv("ETC_TAG_OUTPUT");
+    if (!tag || !*tag || strcmp(tag, "0") == 0)
+        return;
+    cookie_io_functions_t io = {.read = NULL, .write = tagged_write, .seek = NULL, .close = NULL};
+    FILE *f[2];
+    for (int i = 0; i < 2; i++) {
+        tagged_out[i].fd = i + 1;
+        f[i] = fopencookie(&tagged_out[i], "w", io);
+        if (!f[i])
+            etc_fatal("cannot set up the tagged output");
+        setvbuf(f[i], NULL, _IOLBF, 1 << 16);
+    }
+    fflush(stdout);
+    fflush(stderr);
+    stdout = f[0];
+    stderr = f[1];
+    atexit(tagged_drain);
+}
+
+/* ---------------------------------------------------------------- start-up */
+
+/* P4: more ranks on this machine than it has CPUs (all of them, not this
+ * rank's affinity: the MPI launcher may bind each rank to one core). */
+static int oversubscribed(void)
+{
+    MPI_Comm local;
+    int here = mpi.n;
+    if (MPI_Comm_split_type(mpi.comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &local) ==
+        MPI_SUCCESS) {
+        MPI_Comm_size(local, &here);
+        MPI_Comm_free(&local);
+    }
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    return here > (cpus > 0 ? cpus : 1);
+}
+
+void etc_net_start(int want, int *node_id, int *num_nodes)
+{
+    etc_gate_begin(&mpi.gate);
+    /* Open MPI's own handlers for SIGSEGV and the like would print a backtrace
+     * after the core's report (core/crash.c): not unless the user asks */
+    setenv("OMPI_MCA_opal_signal", "", 0);
+#ifdef MPI_LAYER_ASAN
+    setenv("OMPI_MCA_mca_base_component_disable_dlclose", "1", 0);
+#endif
+    int provided = 0;
+    LSAN_OFF();
+    int rc = MPI_Init_thread(NULL, NULL, MPI_THREAD_FUNNELED, &provided);
+    LSAN_ON();
+    if (rc != MPI_SUCCESS)
+        etc_die("MPI_Init_thread failed");
+    if (provided < MPI_THREAD_FUNNELED)
+        etc_die("the MPI library does not offer MPI_THREAD_FUNNELED");
+    MPI_Comm_rank(MPI_COMM_WORLD, &mpi.me);
+    MPI_Comm_size(MPI_COMM_WORLD, &mpi.n);
+    /* P2: a communicator of our own, so that nothing else's messages mix with
+     * ours; errors come back to us and are reported as fatal errors */
+    LSAN_OFF();
+    MPI_Comm_dup(MPI_COMM_WORLD, &mpi.comm);
+    LSAN_ON();
+    MPI_Comm_set_errhandler(mpi.comm, MPI_ERRORS_RETURN);
+    if (want > 0 && want != mpi.n) {
+        if (mpi.me == 0)
+            fprintf(stderr, "etc: error: ETC_NODES=%d but MPI started %d rank%s (run mpi "
+                            "programs with etcrun -n N, or mpirun -n N without ETC_NODES)\n",
+                    want, mpi.n, mpi.n == 1 ? "" : "s");
+        fflush(stderr);
+        MPI_Finalize();
+        exit(2);
+    }
+    if (mpi.n > ETC_MAX_NODES) {
+        if (mpi.me == 0)
+            fprintf(stderr, "etc: error: %d MPI ranks; a run has at most %d nodes\n", mpi.n,
+                    ETC_MAX_NODES);
+        fflush(stderr);
+        MPI_Finalize();
+        exit(2);
+    }
+    mpi.oversubscribed = oversubscribed();
+    mpi.bye = calloc((size_t)mpi.n, sizeof *mpi.bye);
+    mpi.frag = calloc((size_t)mpi.n, sizeof *mpi.frag);
+    if (!mpi.bye || !mpi.frag)
+        etc_die("out of memory");
+    etc_coalesce_init(&mpi.out, mpi.n, FLUSH_AT, MAX_MESSAGE, NULL, NULL);
+    mpi.out.take = take_buffer;
+    if (mpi.n > 1)
+        for (int i = 0; i < RECVS; i++) {
+            mpi.rx[i].buf = etc_xmalloc(CHUNK);
+            post(&mpi.rx[i]);
+        }
+    setup_tagging();
+    on_exit(on_exit_check, NULL);
+    mpi.running = 1;
+    /* every rank is up before MAIN starts computing (as smp's R9) */
+    check(MPI_Barrier(mpi.comm), "MPI_Barrier", -1);
+    etc_gate_ready(&mpi.gate, POLL_INTERVAL);
+    *node_id = mpi.me;
+    *num_nodes = mpi.n;
+}
