@@ -78,6 +78,8 @@ void etc_send(int dest, int type, const void *a, size_t alen, const void *b, siz
     }
 #ifdef ETC_CHECK
     etc_check_send(dest, type, a, alen, b, blen);
+#elif defined(ETC_TRACE)
+    etc_trace_send(dest, type, a, alen, b, blen);
 #else
     etc_net_send(dest, type, a, alen, b, blen);
 #endif
@@ -350,11 +352,18 @@ void etc_deliver(int src, int type, const void *body, size_t len)
     etc_origin outer;
     etc_check_receive(&outer, &body, &len, src, type);
 #endif
+#ifdef ETC_TRACE
+    etc_trace_msg trace_outer; /* the handler acts for the thread that sent it */
+    etc_trace_receive(&trace_outer, &body, &len, src, type);
+#endif
     ETC_PART_BEGIN(etc_prof_part_of_message(type));
     if (h->work)
         etc_term_work_received(); /* W1 */
     h->fn(src, type, body, len);
     ETC_PART_END();
+#ifdef ETC_TRACE
+    etc_trace_received(&trace_outer, src, type);
+#endif
 #ifdef ETC_CHECK
     etc_check_received(&outer);
 #endif

@@ -1,0 +1,356 @@
+/* trace.c: the tracing build (etcc -trace, -DETC_TRACE; docs/tracing.md).
+ *
+ * Each node writes fixed-size binary records to ETC_TRACE_DIR/node-K.bin (a
+ * buffer of them at a time) and, at the end, ETC_TRACE_DIR/node-K.json: the node,
+ * the counts and the program's threaded functions (thread addresses to names and
+ * .tc lines). etcrun merges the nodes' files into one Chrome Trace Event file
+ * (etcpre/trace/merge.py). What is recorded:
+ *
+ *   RUN     a thread ran: start, end, its id, the event that enabled it, the
+ *           thread's address and its activation frame;
+ *   EDGE    the running thread (or, in a handler, the thread that sent the
+ *           message) fed an enabling event: a signal to a slot, INVOKE, TOKEN,
+ *           CALL, SPAWN, RETURN;
+ *   IDLE    an idle period; LB balancer activity; MSG a message's handler;
+ *   TOKSEND, TOKRECV  a token moved by the balancer (its event travels with it);
+ *   COUNT   the ready queue's and the token deque's lengths.
+ *
+ * Ids: a thread run is (node + 1) << 40 | n, n counting the node's runs from 1;
+ * an enabling event likewise in its own count. A thread depends on every thread
+ * that fed the event that enabled it: those are the edges of the run's graph
+ * (etctrace summary computes work and span from them).
+ *
+ * Without ETC_TRACE this file is empty: the normal build has no trace symbol. */
+#ifdef ETC_TRACE
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "core/rts.h"
+
+const char etc_abi_trace = 1;
+
+uint64_t etc_trace_cur;
+uint64_t etc_trace_pending;
+
+/* One record: 56 bytes in the machine's byte order (docs/tracing.md). */
+typedef struct {
+    uint32_t kind, aux;
+    uint64_t t0, t1, a, b, c, d;
+} trace_rec;
+_Static_assert(sizeof(trace_rec) == 56, "trace records are 56 bytes");
+
+enum {
+    REC_RUN = 1,  /* t0 t1, a thread id, b event, c thread address, d frame */
+    REC_EDGE,     /* a event, b thread id that fed it */
+    REC_IDLE,     /* t0 t1, aux 1: a token from another node ended it */
+    REC_LB,       /* t0 t1, aux: 0 idle hook, 1 boundary hook, 2 message (a: from) */
+    REC_TOKSEND,  /* t0, a event of the token, aux destination */
+    REC_TOKRECV,  /* t0, a event of the token, aux source */
+    REC_COUNT,    /* t0, a ready queue length, b token deque length */
+    REC_MSG,      /* t0 t1, aux message type, a source node */
+};
+
+#define TRACE_BUF 8192
+#define TRACE_DEFAULT_LIMIT 2000000ULL
+#define COUNT_INTERVAL_NS 50000ULL /* a counter sample at most every 50 us of threads */
+
+static struct {
+    int fd;              /* -1: not writing */
+    char dir[4096];
+    trace_rec buf[TRACE_BUF];
+    size_t n;
+    uint64_t kept, limit, dropped;
+    uint64_t tag;        /* (node + 1) << 40 */
+    uint64_t threads, events;
+    void *frame;         /* the activation frame thread 0 made (etc_trace_frame) */
+    uint64_t last_count;
+    uint64_t lb_activity; /* balancer messages and tokens sent */
+    uint64_t eid_out;    /* the token's event, for the message being sent */
+    uint64_t eid_in;     /* the event a received token message carried */
+    uint64_t tokens_in;
+    uint64_t start_ns;
+} T = {.fd = -1};
+
+static uint64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+static void flush_buf(void)
+{
+    const char *p = (const char *)T.buf;
+    size_t left = T.n * sizeof(trace_rec);
+    while (left && T.fd >= 0) {
+        ssize_t w = write(T.fd, p, left);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0) {
+            fprintf(stderr, "etc: warning: node %d: cannot write the trace to %s: %s; the "
+                    "rest of this node's trace is lost\n", etc_rts.node_id, T.dir,
+                    strerror(w < 0 ? errno : ENOSPC));
+            close(T.fd);
+            T.fd = -1;
+            break;
+        }
+        p += w;
+        left -= (size_t)w;
+    }
+    T.n = 0;
+}
+
+static void put(uint32_t kind, uint32_t aux, uint64_t t0, uint64_t t1, uint64_t a, uint64_t b,
+                uint64_t c, uint64_t d)
+{
+    if (T.fd < 0)
+        return;
+    if (T.kept >= T.limit) {
+        T.dropped++;
+        return;
+    }
+    T.buf[T.n++] = (trace_rec){kind, aux, t0, t1, a, b, c, d};
+    T.kept++;
+    if (T.n == TRACE_BUF)
+        flush_buf();
+}
+
+static void count_now(uint64_t t)
+{
+    T.last_count = t;
+    put(REC_COUNT, 0, t, t, etc_rts.rq.tail - etc_rts.rq.head, etc_rts.tq.tail - etc_rts.tq.head,
+        0, 0);
+}
+
+static uint64_t env_count(const char *name, uint64_t dflt)
+{
+    const char *s = getenv(name);
+    if (!s || !*s)
+        return dflt;
+    uint64_t v = 0;
+    for (const char *c = s; *c; c++) {
+        if (*c < '0' || *c > '9' || v > UINT64_MAX / 10 - 1)
+            etc_die("%s='%s' is not a count of records", name, s);
+        v = v * 10 + (uint64_t)(*c - '0');
+    }
+    if (v == 0)
+        etc_die("%s='%s' is not a count of records", name, s);
+    return v;
+}
+
+void etc_trace_start(void)
+{
+    T.tag = (uint64_t)(etc_rts.node_id + 1) << 40;
+    T.start_ns = now_ns();
+    T.last_count = T.start_ns;
+    const char *dir = getenv("ETC_TRACE_DIR");
+    if (!dir || !*dir)
+        return; /* a tracing build run without etcrun --trace: ids only */
+    T.limit = env_count("ETC_TRACE_LIMIT", TRACE_DEFAULT_LIMIT);
+    snprintf(T.dir, sizeof T.dir, "%s", dir);
+    char path[4200];
+    snprintf(path, sizeof path, "%s/node-%d.bin", dir, etc_rts.node_id);
+    T.fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    if (T.fd < 0)
+        etc_die("cannot write the trace (ETC_TRACE_DIR): %s: %s", path, strerror(errno));
+}
+
+uint64_t etc_trace_enable(void)
+{
+    uint64_t e = T.tag | ++T.events;
+    if (etc_trace_cur)
+        put(REC_EDGE, 0, 0, 0, e, etc_trace_cur, 0, 0);
+    return e;
+}
+
+void etc_trace_signal(etc_slot *s)
+{
+    if (!s->trace_eid)
+        s->trace_eid = T.tag | ++T.events;
+    if (etc_trace_cur)
+        put(REC_EDGE, 0, 0, 0, s->trace_eid, etc_trace_cur, 0, 0);
+}
+
+void etc_trace_frame(void *fp)
+{
+    T.frame = fp;
+}
+
+void etc_trace_run(etc_thread ip, void *fp, uint64_t eid)
+{
+    uint64_t outer = etc_trace_cur;
+    void *outer_frame = T.frame;
+    uint64_t id = T.tag | ++T.threads;
+    etc_trace_cur = id;
+    T.frame = NULL;
+    uint64_t t0 = now_ns();
+    ip(fp);
+    uint64_t t1 = now_ns();
+    put(REC_RUN, 0, t0, t1, id, eid, (uint64_t)(uintptr_t)ip,
+        (uint64_t)(uintptr_t)(T.frame ? T.frame : fp));
+    etc_trace_cur = outer;
+    T.frame = outer_frame;
+    if (t1 - T.last_count >= COUNT_INTERVAL_NS)
+        count_now(t1);
+}
+
+uint64_t etc_trace_idle_begin(void)
+{
+    uint64_t t = now_ns();
+    count_now(t);
+    return t;
+}
+
+void etc_trace_idle_end(uint64_t t0, uint64_t tokens_before)
+{
+    uint64_t t = now_ns();
+    put(REC_IDLE, T.tokens_in != tokens_before, t0, t, 0, 0, 0, 0);
+    count_now(t);
+}
+
+uint64_t etc_trace_tokens_in(void)
+{
+    return T.tokens_in;
+}
+
+void etc_trace_lb_begin(etc_trace_span *s)
+{
+    s->t0 = now_ns();
+    s->activity = T.lb_activity;
+}
+
+void etc_trace_lb_end(const etc_trace_span *s, int what)
+{
+    if (T.lb_activity != s->activity)
+        put(REC_LB, (uint32_t)what, s->t0, now_ns(), 0, 0, 0, 0);
+}
+
+void etc_trace_lb_sent(void)
+{
+    T.lb_activity++;
+}
+
+void etc_trace_token_sent(const etc_tok *tok, int dest)
+{
+    T.lb_activity++;
+    T.eid_out = tok->trace_eid;
+    put(REC_TOKSEND, (uint32_t)dest, now_ns(), 0, tok->trace_eid, 0, 0, 0);
+}
+
+void etc_trace_token_received(etc_tok *tok, int src)
+{
+    tok->trace_eid = T.eid_in;
+    T.tokens_in++;
+    put(REC_TOKRECV, (uint32_t)src, now_ns(), 0, T.eid_in, 0, 0, 0);
+}
+
+/* Every message starts with the thread that sent it and, for a token, its event. */
+typedef struct {
+    uint64_t cause, eid;
+} trace_prefix;
+
+void etc_trace_send(int dest, int type, const void *a, size_t alen, const void *b, size_t blen)
+{
+    trace_prefix o = {etc_trace_cur, T.eid_out};
+    T.eid_out = 0;
+    unsigned char small[256];
+    unsigned char *buf = sizeof o + alen <= sizeof small ? small : etc_xmalloc(sizeof o + alen);
+    memcpy(buf, &o, sizeof o);
+    if (alen)
+        memcpy(buf + sizeof o, a, alen);
+    etc_net_send(dest, type, buf, sizeof o + alen, b, blen);
+    if (buf != small)
+        free(buf);
+}
+
+void etc_trace_receive(etc_trace_msg *outer, const void **body, size_t *len, int src, int type)
+{
+    trace_prefix o;
+    if (*len < sizeof o)
+        etc_fatal("malformed message (type %d, %zu bytes) from node %d", type, *len, src);
+    memcpy(&o, *body, sizeof o);
+    *body = (const char *)*body + sizeof o;
+    *len -= sizeof o;
+    outer->cause = etc_trace_cur;
+    outer->eid = T.eid_in;
+    outer->t0 = now_ns();
+    etc_trace_cur = o.cause;
+    T.eid_in = o.eid;
+}
+
+void etc_trace_received(const etc_trace_msg *outer, int src, int type)
+{
+    etc_trace_cur = outer->cause;
+    T.eid_in = outer->eid;
+    /* the messages that carry work and the balancer's; not termination's chatter */
+    if (type <= ETC_M_TOKEN || type >= ETC_LB_MSG)
+        put(REC_MSG, (uint32_t)type, outer->t0, now_ns(), (uint64_t)src, 0, 0, 0);
+}
+
+static void json_string(FILE *f, const char *s)
+{
+    fputc('"', f);
+    for (; s && *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\')
+            fprintf(f, "\\%c", c);
+        else if (c < 0x20)
+            fprintf(f, "\\u%04x", c);
+        else
+            fputc(c, f);
+    }
+    fputc('"', f);
+}
+
+void etc_trace_finish(void)
+{
+    if (T.fd < 0 && !T.dir[0])
+        return;
+    count_now(now_ns());
+    flush_buf();
+    if (T.fd >= 0)
+        close(T.fd);
+    T.fd = -1;
+    char path[4200], tmp[4210];
+    snprintf(path, sizeof path, "%s/node-%d.json", T.dir, etc_rts.node_id);
+    snprintf(tmp, sizeof tmp, "%s.part", path);
+    FILE *f = fopen(tmp, "w");
+    if (!f) {
+        fprintf(stderr, "etc: warning: node %d: cannot write %s: %s\n", etc_rts.node_id, tmp,
+                strerror(errno));
+        return;
+    }
+    fprintf(f, "{\"version\": 1, \"node\": %d, \"nodes\": %d, \"record_size\": %zu, "
+            "\"records\": %llu, \"dropped\": %llu, \"limit\": %llu, \"start_ns\": %llu, "
+            "\"end_ns\": %llu, \"threads\": %llu,\n \"functions\": [",
+            etc_rts.node_id, etc_rts.num_nodes, sizeof(trace_rec), (unsigned long long)T.kept,
+            (unsigned long long)T.dropped, (unsigned long long)T.limit,
+            (unsigned long long)T.start_ns, (unsigned long long)now_ns(),
+            (unsigned long long)T.threads);
+    const char *sep = "";
+    for (etc_fn_info *const *fn = etc_fns_begin(); fn != etc_fns_end(); fn++) {
+        fprintf(f, "%s\n  {\"name\": ", sep);
+        json_string(f, (*fn)->name);
+        fprintf(f, ", \"file\": ");
+        json_string(f, (*fn)->file);
+        fprintf(f, ", \"line\": %d, \"threads\": [", (*fn)->line);
+        for (int k = 0; k < (*fn)->nthreads; k++)
+            fprintf(f, "%s{\"ip\": %llu, \"number\": %d, \"line\": %d}", k ? ", " : "",
+                    (unsigned long long)(uintptr_t)(*fn)->threads[k].ip,
+                    (*fn)->threads[k].number, (*fn)->threads[k].line);
+        fprintf(f, "]}");
+        sep = ",";
+    }
+    fprintf(f, "]}\n");
+    if (fclose(f) != 0 || rename(tmp, path) != 0)
+        fprintf(stderr, "etc: warning: node %d: cannot write %s: %s\n", etc_rts.node_id, path,
+                strerror(errno));
+}
+#else
+typedef int etc_trace_unused; /* ISO C: a translation unit is not empty */
+#endif
