@@ -13,11 +13,17 @@ import argparse
 import importlib
 import math
 import os
+import shutil
+import signal
+import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 from etcpre import toolchain
 from etcpre.cli.common import MAX_NODES, ArgParser, node_count, run_main
+from etcpre.trace import merge as trace_merge
+from etcpre.trace.records import TraceFilesError
 
 
 def _nodes(text: str) -> int:
@@ -37,6 +43,12 @@ def _seconds(text: str) -> float:
     return value
 
 
+def _events(text: str) -> int:
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a positive number of events")
+    return int(text)
+
+
 def _arg_parser() -> argparse.ArgumentParser:
     ap = ArgParser(
         prog="etcrun",
@@ -52,6 +64,12 @@ def _arg_parser() -> argparse.ArgumentParser:
     ap.add_argument("--prof", action="store_true",
                     help="require a -prof build (its profile table is printed at exit)")
     ap.add_argument("--prof-out", metavar="FILE", help="also write the profile as JSON")
+    ap.add_argument("--trace", metavar="FILE.json",
+                    help="a -trace build: write the run's trace (Chrome Trace Event JSON, "
+                    "for ui.perfetto.dev and etctrace; docs/tracing.md)")
+    ap.add_argument("--trace-limit", type=_events, default=None,
+                    metavar="N", help="at most N events in the trace (default "
+                    f"{trace_merge.DEFAULT_LIMIT}); a longer run is cut, saying so")
     ap.add_argument("--tag-output", action="store_true",
                     help="prefix every output line with [node]")
     ap.add_argument("--hosts", metavar="FILE",
@@ -113,6 +131,15 @@ def _body(argv: list[str]) -> int:
     if (opts.prof or opts.prof_out) and not info.prof:
         what = "--prof" if opts.prof else "--prof-out"
         return _fail(f"{what}: {opts.program} was not built with -prof (etcc -prof ...)")
+    if opts.trace and not info.trace:
+        return _fail(f"--trace: {opts.program} was not built with -trace (etcc -trace ...)")
+    if opts.trace_limit is not None and not opts.trace:
+        return _fail("--trace-limit needs --trace FILE.json")
+    if opts.trace:
+        out = Path(opts.trace)
+        if out.is_dir() or not out.resolve().parent.is_dir():
+            return _fail(f"--trace: cannot write {opts.trace}: "
+                         f"{'a directory' if out.is_dir() else 'no such directory'}")
     if opts.hosts and not target.hosts:
         needs = " or ".join(t.name for t in toolchain.TARGETS.values() if t.hosts)
         return _fail(f"--hosts needs a {needs} program; {opts.program} was built for "
@@ -125,6 +152,8 @@ def _body(argv: list[str]) -> int:
     if opts.tag_output:
         env["ETC_TAG_OUTPUT"] = "1"
     nodes = nodes or target.default_nodes
+    if opts.trace:
+        return _traced(opts, prog, target, nodes, env)
     if target.launcher:
         # only the runs of such a target need its launcher
         launcher = importlib.import_module(f"etcpre.launch.{target.launcher}")
@@ -139,6 +168,58 @@ def _body(argv: list[str]) -> int:
     except OSError as exc:
         return _fail(f"{opts.program}: cannot run: {exc.strerror}", 126)
     return 0  # not reached
+
+
+def _start(opts: argparse.Namespace, prog: Path, target: toolchain.Target, nodes: int | None,
+           env: dict[str, str]) -> int:
+    """Runs the program to its end (not exec: the trace is merged after it)."""
+    if target.launcher:
+        launcher = importlib.import_module(f"etcpre.launch.{target.launcher}")
+        return int(launcher.launch(prog, opts.args, nodes or 1, env, opts))
+    if nodes is not None:
+        env["ETC_NODES"] = str(nodes)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    # an interrupt reaches the program too (the same process group): it ends, and the
+    # trace of what ran is still written
+    old = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        proc = subprocess.run([opts.program, *opts.args], executable=os.path.abspath(prog),
+                              env=env, check=False)
+    except OSError as exc:
+        return _fail(f"{opts.program}: cannot run: {exc.strerror}", 126)
+    finally:
+        signal.signal(signal.SIGINT, old)
+    return proc.returncode if proc.returncode >= 0 else 128 - proc.returncode
+
+
+def _node_total(nodes: int | None) -> int:
+    return nodes if nodes is not None else (os.cpu_count() or 1)
+
+
+def _traced(opts: argparse.Namespace, prog: Path, target: toolchain.Target,
+            nodes: int | None, env: dict[str, str]) -> int:
+    """A run with --trace: the nodes write their records to a directory (ETC_TRACE_DIR;
+    on several hosts one under the current directory, which every host must share),
+    merged into opts.trace at the end."""
+    where = os.getcwd() if opts.hosts else None
+    limit = opts.trace_limit or trace_merge.DEFAULT_LIMIT
+    tmp = Path(tempfile.mkdtemp(prefix=".etctrace-" if where else "etctrace-", dir=where))
+    try:
+        env["ETC_TRACE_DIR"] = str(tmp)
+        env["ETC_TRACE_LIMIT"] = str(limit)
+        rc = _start(opts, prog, target, nodes, env)
+        try:
+            result = trace_merge.merge(tmp, _node_total(nodes), Path(opts.trace),
+                                       limit, program=opts.program)
+        except (TraceFilesError, OSError) as exc:
+            _fail(f"--trace: no trace written: {exc}")
+            return rc or 1
+        if result.truncated:
+            sys.stderr.write(f"etcrun: warning: {result.note}\n")
+        return rc
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,0 +1,90 @@
+"""The per-node files a tracing build writes (runtime/core/trace.c): node-K.bin, fixed-size
+records, and node-K.json, the node's counts and the program's threaded functions."""
+
+from __future__ import annotations
+
+import json
+import struct
+from dataclasses import dataclass, field
+from pathlib import Path
+
+RECORD = struct.Struct("=IIQQQQQQ")  # kind, aux, t0, t1, a, b, c, d (56 bytes)
+
+RUN, EDGE, IDLE, LB, TOKSEND, TOKRECV, COUNT, MSG = range(1, 9)
+
+
+class TraceFilesError(Exception):
+    """The nodes' files cannot be read; the message is ready for the user."""
+
+
+@dataclass(frozen=True)
+class ThreadName:
+    function: str
+    number: int  # n of THREAD_n; -k for the continuation after the k-th CALL
+    line: int
+    file: str
+
+    @property
+    def label(self) -> str:
+        return f"{self.function}.{self.number}" if self.number >= 0 else \
+            f"{self.function}.C{-self.number}"
+
+
+@dataclass
+class NodeFiles:
+    node: int
+    nodes: int
+    records: list[tuple[int, ...]]
+    dropped: int
+    limit: int
+    start_ns: int
+    end_ns: int
+    finished: bool  # node-K.json was written: the node ended normally
+    threads: dict[int, ThreadName] = field(default_factory=dict)
+
+
+def thread_id(raw: int) -> str:
+    """A thread's or an event's id as the trace shows it: 'node:n'."""
+    return f"{(raw >> 40) - 1}:{raw & ((1 << 40) - 1)}"
+
+
+def _functions(meta: dict) -> dict[int, ThreadName]:
+    out: dict[int, ThreadName] = {}
+    for fn in meta.get("functions", []):
+        for t in fn.get("threads", []):
+            out[int(t["ip"])] = ThreadName(str(fn["name"]), int(t["number"]), int(t["line"]),
+                                           str(fn["file"]))
+    return out
+
+
+def read_node(directory: Path, node: int) -> NodeFiles | None:
+    """Node `node`'s files, or None if it wrote nothing."""
+    bin_path = directory / f"node-{node}.bin"
+    meta_path = directory / f"node-{node}.json"
+    if not bin_path.exists():
+        return None
+    data = bin_path.read_bytes()
+    whole = len(data) - len(data) % RECORD.size  # a node that died mid-write
+    records = list(RECORD.iter_unpack(data[:whole]))
+    meta: dict = {}
+    if meta_path.exists():
+        try:
+            meta = json.loads(meta_path.read_text())
+        except (OSError, ValueError) as exc:
+            raise TraceFilesError(f"{meta_path}: unreadable ({exc})") from None
+        if meta.get("record_size") != RECORD.size:
+            raise TraceFilesError(f"{meta_path}: records of {meta.get('record_size')} bytes, "
+                                  f"this etcrun reads {RECORD.size}")
+    times = [r[2] for r in records if r[2]]
+    return NodeFiles(
+        node=node, nodes=int(meta.get("nodes", 0)), records=records,
+        dropped=int(meta.get("dropped", 0)), limit=int(meta.get("limit", 0)),
+        start_ns=int(meta.get("start_ns", min(times, default=0))),
+        end_ns=int(meta.get("end_ns", max((r[3] or r[2] for r in records), default=0))),
+        finished=bool(meta), threads=_functions(meta))
+
+
+def read_all(directory: Path, nodes: int) -> list[NodeFiles]:
+    """Every node's files; a node that wrote nothing is left out."""
+    found = [read_node(directory, k) for k in range(nodes)]
+    return [f for f in found if f is not None]
