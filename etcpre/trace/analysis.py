@@ -82,14 +82,15 @@ def longest(trace: Trace, weight: str = "threads",
     """The longest chain of dependences and its length: in threads, or in seconds of
     the runs' own time (plus burden_s per edge between nodes)."""
     order, preds, _ = _order(trace.threads)
-    best: dict[str, float] = {}
+    burden = round(burden_s * 1e9)  # integers (ns or threads): sums are exact
+    best: dict[str, int] = {}
     via: dict[str, Thread | None] = {}
     for t in order:
-        w = 1.0 if weight == "threads" else t.self_us / 1e6
-        top, arg = 0.0, None
+        w = 1 if weight == "threads" else t.self_ns
+        top, arg = 0, None
         for p in preds[t.id]:
-            v = best[p.id] + (burden_s if p.node != t.node else 0.0)
-            if v > top:
+            v = best[p.id] + (burden if p.node != t.node else 0)
+            if v > top or arg is None:
                 top, arg = v, p
         best[t.id] = top + w
         via[t.id] = arg
@@ -99,14 +100,14 @@ def longest(trace: Trace, weight: str = "threads",
     chain = [end]
     while (prev := via[chain[-1].id]) is not None:
         chain.append(prev)
-    return best[end.id], chain[::-1]
+    return best[end.id] / (1 if weight == "threads" else 1e9), chain[::-1]
 
 
 def summarize(trace: Trace, burden_s: float = DEFAULT_BURDEN_S) -> Summary:
     order, preds, missing = _order(trace.threads)
     work_threads = len(order)
     span_threads, _ = longest(trace, "threads")
-    work_s = sum(t.self_us for t in order) / 1e6
+    work_s = sum(t.self_ns for t in order) / 1e9
     span_s, _ = longest(trace, "seconds")
     burdened, _ = longest(trace, "seconds", burden_s)
     cross = sum(1 for t in order for p in preds[t.id] if p.node != t.node)

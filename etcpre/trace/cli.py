@@ -31,10 +31,17 @@ def _count(text: str) -> int:
     return int(text)
 
 
+class _CommandParser(ArgParser):
+    """A subcommand's parser: its usage errors also read `etctrace: error: ...`."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        self.exit(2, f"etctrace: error: {message}\n(try '{self.prog} -h')\n")
+
+
 def _parser() -> argparse.ArgumentParser:
     ap = ArgParser(prog="etctrace", description="Read traces written by etcrun --trace.")
     sub = ap.add_subparsers(dest="command", metavar="COMMAND", required=True,
-                            parser_class=ArgParser)
+                            parser_class=_CommandParser)
     s = sub.add_parser("summary", help="work, span and parallelism (Cilkscale's CSV)")
     s.add_argument("trace", type=Path)
     s.add_argument("--json", action="store_true", help="print JSON instead")

@@ -24,7 +24,7 @@ class Thread:
     ts: float  # microseconds
     dur: float
     deps: list[str]
-    self_us: float = 0.0  # dur less the threads it CALLed (nested on its track)
+    self_ns: int = 0  # dur less the threads it CALLed (nested on its track), in ns
 
 
 @dataclass
@@ -98,14 +98,14 @@ def _self_times(threads: list[Thread]) -> None:
         runs.sort(key=lambda t: (t.ts, -t.dur))
         stack: list[Thread] = []
         for t in runs:
-            t.self_us = t.dur
+            t.self_ns = round(t.dur * 1000)
             while stack and stack[-1].ts + stack[-1].dur < t.ts + t.dur:
                 stack.pop()
             if stack:
-                stack[-1].self_us -= t.dur
+                stack[-1].self_ns -= round(t.dur * 1000)
             stack.append(t)
         for t in runs:
-            t.self_us = max(t.self_us, 0.0)
+            t.self_ns = max(t.self_ns, 0)
 
 
 def load(path: Path) -> Trace:
