@@ -127,7 +127,8 @@ def _table() -> dict[str, Primitive]:
     prims = [
         Primitive("END_THREAD", Kind.CONTROL, (), lowering="return;"),
         Primitive("END_FUNCTION", Kind.CONTROL, (),
-                  lowering='{{ ETC_CHECK_END(_fp->_ret, "{fname}", 0); etc_fn_leave(&{descriptor}); '
+                  lowering='{{ ETC_CHECK_END(_fp->_ret, "{fname}", 0); '
+                           "etc_fn_leave(&{descriptor}); "
                            "etc_frame_free(_fp, sizeof *_fp); return; }}"),
         Primitive("RETURN", Kind.CONTROL, (),
                   lowering='{{ etc_ret _etc_r = _fp->_ret; ETC_CHECK_END(_etc_r, "{fname}", 1); '

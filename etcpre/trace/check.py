@@ -30,7 +30,8 @@ def _where(e: dict[str, Any]) -> str:
 
 def check(events: list[dict[str, Any]]) -> Report:
     problems: list[str] = []
-    tracks: dict[tuple[Any, Any], list[tuple[float, float]]] = {}
+    # slices in integer nanoseconds: ts + dur in floating point may pass a later ts
+    tracks: dict[tuple[Any, Any], list[tuple[int, int]]] = {}
     last_ts: dict[tuple[Any, Any], float] = {}
     flows: dict[tuple[Any, Any], list[dict[str, Any]]] = {}
     pids: set[Any] = set()
@@ -57,7 +58,8 @@ def check(events: list[dict[str, Any]]) -> Report:
                 problems.append(f"a slice without a duration >= 0: {_where(e)}")
                 continue
             slices += 1
-            tracks.setdefault(track, []).append((ts, ts + float(e["dur"])))
+            start = round(ts * 1000)
+            tracks.setdefault(track, []).append((start, start + round(float(e["dur"]) * 1000)))
         elif ph in "stf":
             if "id" not in e:
                 problems.append(f"a flow event without an id: {_where(e)}")
@@ -69,18 +71,19 @@ def check(events: list[dict[str, Any]]) -> Report:
                 problems.append(f"a counter whose values are not numbers: {_where(e)}")
     for track, spans in tracks.items():
         spans.sort(key=lambda s: (s[0], -s[1]))
-        stack: list[tuple[float, float]] = []
+        stack: list[tuple[int, int]] = []
         for s in spans:
             while stack and stack[-1][1] <= s[0]:
                 stack.pop()
             if stack and s[1] > stack[-1][1]:
                 problems.append(f"slices overlap on pid {track[0]} tid {track[1]}: "
-                                f"[{stack[-1][0]}, {stack[-1][1]}] and [{s[0]}, {s[1]}] us")
+                                f"[{stack[-1][0] / 1000}, {stack[-1][1] / 1000}] and "
+                                f"[{s[0] / 1000}, {s[1] / 1000}] us")
             stack.append(s)
     starts = {t: [s[0] for s in spans] for t, spans in tracks.items()}
-    reach: dict[tuple[Any, Any], list[float]] = {}  # the latest end among slices so far
+    reach: dict[tuple[Any, Any], list[int]] = {}  # the latest end among slices so far
     for t, spans in tracks.items():
-        top, out = float("-inf"), []
+        top, out = -(1 << 62), []
         for s in spans:
             top = max(top, s[1])
             out.append(top)
@@ -93,8 +96,9 @@ def check(events: list[dict[str, Any]]) -> Report:
             continue
         for e in ends:
             track = (e.get("pid"), e.get("tid"))
-            i = bisect.bisect_right(starts.get(track, []), e["ts"])
-            if i == 0 or reach[track][i - 1] < e["ts"]:
+            at = round(float(e["ts"]) * 1000)
+            i = bisect.bisect_right(starts.get(track, []), at)
+            if i == 0 or reach[track][i - 1] < at:
                 problems.append(f"flow {key[1]} ({key[0]}): its '{e['ph']}' end is in no "
                                 f"slice: {_where(e)}")
     return Report(len(events), slices, len(flows), len(pids), problems)

@@ -96,14 +96,15 @@ def _self_times(threads: list[Thread]) -> None:
         by_node.setdefault(t.node, []).append(t)
     for runs in by_node.values():
         runs.sort(key=lambda t: (t.ts, -t.dur))
-        stack: list[Thread] = []
+        stack: list[tuple[Thread, int]] = []  # with its end in integer ns
         for t in runs:
-            t.self_ns = round(t.dur * 1000)
-            while stack and stack[-1].ts + stack[-1].dur < t.ts + t.dur:
+            start, dur = round(t.ts * 1000), round(t.dur * 1000)
+            t.self_ns = dur
+            while stack and stack[-1][1] < start + dur:
                 stack.pop()
             if stack:
-                stack[-1].self_ns -= round(t.dur * 1000)
-            stack.append(t)
+                stack[-1][0].self_ns -= dur
+            stack.append((t, start + dur))
         for t in runs:
             t.self_ns = max(t.self_ns, 0)
 

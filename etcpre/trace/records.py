@@ -3,6 +3,7 @@ records, and node-K.json, the node's counts and the program's threaded functions
 
 from __future__ import annotations
 
+import bisect
 import json
 import struct
 from dataclasses import dataclass, field
@@ -10,7 +11,8 @@ from pathlib import Path
 
 RECORD = struct.Struct("=IIQQQQQQ")  # kind, aux, t0, t1, a, b, c, d (56 bytes)
 
-RUN, EDGE, IDLE, LB, TOKSEND, TOKRECV, COUNT, MSG = range(1, 9)
+RUN, EDGE, IDLE, LB, TOKSEND, TOKRECV, COUNT, MSG, CLOCK = range(1, 10)
+TIMED = {RUN, IDLE, LB, TOKSEND, TOKRECV, COUNT, MSG}  # t0 (and t1 if not 0) are ticks
 
 
 class TraceFilesError(Exception):
@@ -48,6 +50,41 @@ def thread_id(raw: int) -> str:
     return f"{(raw >> 40) - 1}:{raw & ((1 << 40) - 1)}"
 
 
+class _Clock:
+    """Ticks to CLOCK_MONOTONIC nanoseconds: piecewise linear through the node's CLOCK
+    records (each a tick count and the clock read together), so monotonic."""
+
+    def __init__(self, points: list[tuple[int, int]]) -> None:
+        pts = sorted(set(points))
+        self.ticks = [p[0] for p in pts]
+        self.ns = [p[1] for p in pts]
+
+    def __call__(self, t: int) -> int:
+        n = len(self.ticks)
+        if n == 0:
+            return t
+        if n == 1:
+            return self.ns[0] + (t - self.ticks[0])  # one point: ticks taken as ns
+        i = min(max(bisect.bisect_right(self.ticks, t), 1), n - 1)
+        t0, t1, n0, n1 = self.ticks[i - 1], self.ticks[i], self.ns[i - 1], self.ns[i]
+        if t1 == t0:
+            return n0
+        return n0 + round((t - t0) * (n1 - n0) / (t1 - t0))
+
+
+def _to_ns(records: list[tuple[int, ...]]) -> list[tuple[int, ...]]:
+    clock = _Clock([(r[2], r[3]) for r in records if r[0] == CLOCK])
+    out = []
+    for r in records:
+        if r[0] in TIMED:
+            t0 = clock(r[2])
+            t1 = clock(r[3]) if r[3] else 0
+            r = (r[0], r[1], t0, t1, *r[4:])
+        if r[0] != CLOCK:
+            out.append(r)
+    return out
+
+
 def _functions(meta: dict) -> dict[int, ThreadName]:
     out: dict[int, ThreadName] = {}
     for fn in meta.get("functions", []):
@@ -65,7 +102,7 @@ def read_node(directory: Path, node: int) -> NodeFiles | None:
         return None
     data = bin_path.read_bytes()
     whole = len(data) - len(data) % RECORD.size  # a node that died mid-write
-    records = list(RECORD.iter_unpack(data[:whole]))
+    records = _to_ns(list(RECORD.iter_unpack(data[:whole])))
     meta: dict = {}
     if meta_path.exists():
         try:

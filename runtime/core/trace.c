@@ -13,7 +13,12 @@
  *           CALL, SPAWN, RETURN;
  *   IDLE    an idle period; LB balancer activity; MSG a message's handler;
  *   TOKSEND, TOKRECV  a token moved by the balancer (its event travels with it);
- *   COUNT   the ready queue's and the token deque's lengths.
+ *   COUNT   the ready queue's and the token deque's lengths;
+ *   CLOCK   a tick count and CLOCK_MONOTONIC read together: the records' times
+ *           are ticks (the time-stamp counter where there is one: a third of the
+ *           cost of clock_gettime), which the merger maps to nanoseconds by the
+ *           CLOCK records around them (one starts the file and one ends every
+ *           buffer written, so a node that dies keeps the points its records need).
  *
  * Ids: a thread run is (node + 1) << 40 | n, n counting the node's runs from 1;
  * an enabling event likewise in its own count. A thread depends on every thread
@@ -29,6 +34,9 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#if defined(__x86_64__) || defined(__i386__)
+#include <x86intrin.h>
+#endif
 
 #include "core/rts.h"
 
@@ -53,11 +61,17 @@ enum {
     REC_TOKRECV,  /* t0, a event of the token, aux source */
     REC_COUNT,    /* t0, a ready queue length, b token deque length */
     REC_MSG,      /* t0 t1, aux message type, a source node */
+    REC_CLOCK,    /* t0 ticks, t1 CLOCK_MONOTONIC ns, read together */
 };
 
 #define TRACE_BUF 8192
 #define TRACE_DEFAULT_LIMIT 2000000ULL
-#define COUNT_INTERVAL_NS 50000ULL /* a counter sample at most every 50 us of threads */
+/* a counter sample at most every ~50 us of threads (ticks: ~3 GHz time-stamp counter) */
+#if defined(__x86_64__) || defined(__i386__)
+#define COUNT_INTERVAL 150000ULL
+#else
+#define COUNT_INTERVAL 50000ULL
+#endif
 
 static struct {
     int fd;              /* -1: not writing */
@@ -81,6 +95,24 @@ static uint64_t now_ns(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+static inline uint64_t ticks(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    return __rdtsc();
+#else
+    return now_ns();
+#endif
+}
+
+static void put(uint32_t kind, uint32_t aux, uint64_t t0, uint64_t t1, uint64_t a, uint64_t b,
+                uint64_t c, uint64_t d);
+
+static void clock_point(void)
+{
+    uint64_t t = ticks();
+    put(REC_CLOCK, 0, t, now_ns(), 0, 0, 0, 0);
 }
 
 static void flush_buf(void)
@@ -116,8 +148,11 @@ static void put(uint32_t kind, uint32_t aux, uint64_t t0, uint64_t t1, uint64_t 
     }
     T.buf[T.n++] = (trace_rec){kind, aux, t0, t1, a, b, c, d};
     T.kept++;
-    if (T.n == TRACE_BUF)
+    if (T.n == TRACE_BUF - 1) { /* every buffer ends with a clock point */
+        uint64_t t = ticks();
+        T.buf[T.n++] = (trace_rec){REC_CLOCK, 0, t, now_ns(), 0, 0, 0, 0};
         flush_buf();
+    }
 }
 
 static void count_now(uint64_t t)
@@ -147,7 +182,7 @@ void etc_trace_start(void)
 {
     T.tag = (uint64_t)(etc_rts.node_id + 1) << 40;
     T.start_ns = now_ns();
-    T.last_count = T.start_ns;
+    T.last_count = ticks();
     const char *dir = getenv("ETC_TRACE_DIR");
     if (!dir || !*dir)
         return; /* a tracing build run without etcrun --trace: ids only */
@@ -158,6 +193,8 @@ void etc_trace_start(void)
     T.fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
     if (T.fd < 0)
         etc_die("cannot write the trace (ETC_TRACE_DIR): %s: %s", path, strerror(errno));
+    T.limit += 1; /* the clock point below is not one of the limit's records */
+    clock_point();
 }
 
 uint64_t etc_trace_enable(void)
@@ -188,27 +225,33 @@ void etc_trace_run(etc_thread ip, void *fp, uint64_t eid)
     uint64_t id = T.tag | ++T.threads;
     etc_trace_cur = id;
     T.frame = NULL;
-    uint64_t t0 = now_ns();
+    if (T.fd < 0) { /* not recording: the ids alone */
+        ip(fp);
+        etc_trace_cur = outer;
+        T.frame = outer_frame;
+        return;
+    }
+    uint64_t t0 = ticks();
     ip(fp);
-    uint64_t t1 = now_ns();
+    uint64_t t1 = ticks();
     put(REC_RUN, 0, t0, t1, id, eid, (uint64_t)(uintptr_t)ip,
         (uint64_t)(uintptr_t)(T.frame ? T.frame : fp));
     etc_trace_cur = outer;
     T.frame = outer_frame;
-    if (t1 - T.last_count >= COUNT_INTERVAL_NS)
+    if (t1 - T.last_count >= COUNT_INTERVAL)
         count_now(t1);
 }
 
 uint64_t etc_trace_idle_begin(void)
 {
-    uint64_t t = now_ns();
+    uint64_t t = ticks();
     count_now(t);
     return t;
 }
 
 void etc_trace_idle_end(uint64_t t0, uint64_t tokens_before)
 {
-    uint64_t t = now_ns();
+    uint64_t t = ticks();
     put(REC_IDLE, T.tokens_in != tokens_before, t0, t, 0, 0, 0, 0);
     count_now(t);
 }
@@ -220,14 +263,14 @@ uint64_t etc_trace_tokens_in(void)
 
 void etc_trace_lb_begin(etc_trace_span *s)
 {
-    s->t0 = now_ns();
+    s->t0 = ticks();
     s->activity = T.lb_activity;
 }
 
 void etc_trace_lb_end(const etc_trace_span *s, int what)
 {
     if (T.lb_activity != s->activity)
-        put(REC_LB, (uint32_t)what, s->t0, now_ns(), 0, 0, 0, 0);
+        put(REC_LB, (uint32_t)what, s->t0, ticks(), 0, 0, 0, 0);
 }
 
 void etc_trace_lb_sent(void)
@@ -239,14 +282,14 @@ void etc_trace_token_sent(const etc_tok *tok, int dest)
 {
     T.lb_activity++;
     T.eid_out = tok->trace_eid;
-    put(REC_TOKSEND, (uint32_t)dest, now_ns(), 0, tok->trace_eid, 0, 0, 0);
+    put(REC_TOKSEND, (uint32_t)dest, ticks(), 0, tok->trace_eid, 0, 0, 0);
 }
 
 void etc_trace_token_received(etc_tok *tok, int src)
 {
     tok->trace_eid = T.eid_in;
     T.tokens_in++;
-    put(REC_TOKRECV, (uint32_t)src, now_ns(), 0, T.eid_in, 0, 0, 0);
+    put(REC_TOKRECV, (uint32_t)src, ticks(), 0, T.eid_in, 0, 0, 0);
 }
 
 /* Every message starts with the thread that sent it and, for a token, its event. */
@@ -278,7 +321,7 @@ void etc_trace_receive(etc_trace_msg *outer, const void **body, size_t *len, int
     *len -= sizeof o;
     outer->cause = etc_trace_cur;
     outer->eid = T.eid_in;
-    outer->t0 = now_ns();
+    outer->t0 = ticks();
     etc_trace_cur = o.cause;
     T.eid_in = o.eid;
 }
@@ -289,7 +332,7 @@ void etc_trace_received(const etc_trace_msg *outer, int src, int type)
     T.eid_in = outer->eid;
     /* the messages that carry work and the balancer's; not termination's chatter */
     if (type <= ETC_M_TOKEN || type >= ETC_LB_MSG)
-        put(REC_MSG, (uint32_t)type, outer->t0, now_ns(), (uint64_t)src, 0, 0, 0);
+        put(REC_MSG, (uint32_t)type, outer->t0, ticks(), (uint64_t)src, 0, 0, 0);
 }
 
 static void json_string(FILE *f, const char *s)
@@ -311,7 +354,11 @@ void etc_trace_finish(void)
 {
     if (T.fd < 0 && !T.dir[0])
         return;
-    count_now(now_ns());
+    count_now(ticks());
+    if (T.fd >= 0) { /* the last clock point, whatever the limit */
+        uint64_t t = ticks();
+        T.buf[T.n++] = (trace_rec){REC_CLOCK, 0, t, now_ns(), 0, 0, 0, 0};
+    }
     flush_buf();
     if (T.fd >= 0)
         close(T.fd);
