@@ -18,6 +18,7 @@ MESSAGES = {1: "SYNC", 2: "INCR", 3: "SPAWN", 4: "DATA", 5: "GET", 6: "PUT", 7: 
             8: "INVOKE", 9: "TOKEN"}
 BALANCER_WHAT = {0: "balancer (idle)", 1: "balancer (boundary)", 2: "balancer message"}
 DEFAULT_LIMIT = 2_000_000
+TOKEN_FLOWS = 1 << 40  # token flows' ids start here, above the enable flows'
 
 Event = dict[str, Any]
 
@@ -130,7 +131,7 @@ def _token_events(files: list[NodeFiles], base: int) -> list[Event]:
         for kind, aux, t0, _t1, a, _b, _c, _d in f.records:
             if kind == R.TOKSEND:
                 pending.setdefault((a, f.node, aux), []).append(t0)
-    flow = 0
+    flow = TOKEN_FLOWS
     for f in files:
         for kind, aux, t0, _t1, a, _b, _c, _d in f.records:
             if kind != R.TOKRECV:
@@ -143,7 +144,7 @@ def _token_events(files: list[NodeFiles], base: int) -> list[Event]:
                 continue
             sent = sends.pop(0)
             flow += 1
-            fid = f"token-{flow}"
+            fid = flow
             out.append({"ph": "X", "name": f"token to node {f.node}", "cat": "balancer",
                         "pid": aux, "tid": 3, "ts": _us(sent, base), "dur": 0,
                         "args": {"node": aux, "token": thread_id(a), "to": f.node}})
@@ -180,7 +181,7 @@ def _cut(events: list[Event], limit: int, node_ends: list[float]) -> tuple[list[
 def merge(directory: Path, nodes: int, out: Path, limit: int = DEFAULT_LIMIT,
           program: str = "") -> MergeResult:
     """Writes the Chrome Trace Event file `out` from the nodes' files in `directory`."""
-    files = R.read_all(directory, nodes)
+    files, clock = R.read_all(directory, nodes)
     if not files:
         raise R.TraceFilesError("no node wrote a trace (did the program start?)")
     names: dict[int, ThreadName] = {}
@@ -214,7 +215,7 @@ def merge(directory: Path, nodes: int, out: Path, limit: int = DEFAULT_LIMIT,
     missing = sorted(set(range(nodes)) - {f.node for f in files if f.finished})
     other = {"program": program, "nodes": nodes, "elapsed_s": elapsed,
              "truncated": truncated, "note": note, "events_total": total,
-             "unfinished_nodes": missing, "clock": "CLOCK_MONOTONIC of each host",
+             "unfinished_nodes": missing, "clock": clock,
              "format": "etc trace 1"}
     with out.open("w") as fh:
         fh.write('{"displayTimeUnit": "ms", "otherData": ')

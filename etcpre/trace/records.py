@@ -43,6 +43,18 @@ class NodeFiles:
     end_ns: int
     finished: bool  # node-K.json was written: the node ended normally
     threads: dict[int, ThreadName] = field(default_factory=dict)
+    host: str = ""
+    # node 0's: each node's CLOCK_MONOTONIC less node 0's, and the round trip it was
+    # measured in (runtime/core/trace.c clock_offsets), ns
+    offsets: list[int] = field(default_factory=list)
+    rtts: list[int] = field(default_factory=list)
+
+    def shift(self, ns: int) -> None:
+        """Moves every time of this node by -ns (onto node 0's clock)."""
+        self.records = [(r[0], r[1], r[2] - ns, r[3] - ns if r[3] else 0, *r[4:])
+                        if r[0] in TIMED else r for r in self.records]
+        self.start_ns -= ns
+        self.end_ns -= ns
 
 
 def thread_id(raw: int) -> str:
@@ -118,10 +130,29 @@ def read_node(directory: Path, node: int) -> NodeFiles | None:
         dropped=int(meta.get("dropped", 0)), limit=int(meta.get("limit", 0)),
         start_ns=int(meta.get("start_ns", min(times, default=0))),
         end_ns=int(meta.get("end_ns", max((r[3] or r[2] for r in records), default=0))),
-        finished=bool(meta), threads=_functions(meta))
+        finished=bool(meta), threads=_functions(meta), host=str(meta.get("host", "")),
+        offsets=[int(x) for x in meta.get("clock_offsets_ns", [])],
+        rtts=[int(x) for x in meta.get("clock_rtts_ns", [])])
 
 
-def read_all(directory: Path, nodes: int) -> list[NodeFiles]:
-    """Every node's files; a node that wrote nothing is left out."""
+def read_all(directory: Path, nodes: int) -> tuple[list[NodeFiles], str]:
+    """Every node's files (a node that wrote nothing is left out), each on node 0's
+    clock, and how the clocks were aligned. Nodes on node 0's host share its clock;
+    a node on another host is moved by the offset node 0 measured at the end."""
     found = [read_node(directory, k) for k in range(nodes)]
-    return [f for f in found if f is not None]
+    files = [f for f in found if f is not None]
+    zero = next((f for f in files if f.node == 0), None)
+    if zero is None or not zero.host:
+        return files, "CLOCK_MONOTONIC (node 0's host unknown: not aligned across hosts)"
+    moved = []
+    for f in files:
+        if f.host and f.host != zero.host:
+            if f.node < len(zero.offsets) and f.node < len(zero.rtts) and zero.rtts[f.node] >= 0:
+                f.shift(zero.offsets[f.node])
+                moved.append(f"node {f.node} by {zero.offsets[f.node] / 1000:.1f} us "
+                             f"(+-{zero.rtts[f.node] / 2000:.1f})")
+            else:
+                moved.append(f"node {f.node}: not measured, not aligned")
+    if not moved:
+        return files, "CLOCK_MONOTONIC of one host"
+    return files, "CLOCK_MONOTONIC; other hosts aligned at the end: " + ", ".join(moved)

@@ -314,6 +314,17 @@ static void handle_waiting(int src, int type, const void *body, size_t len)
     etc_waiting_message(src, body, len);
 }
 
+static void handle_trace_clock(int src, int type, const void *body, size_t len)
+{
+#ifdef ETC_TRACE
+    (void)type;
+    etc_trace_clock_message(src, body, len);
+#else
+    (void)body;
+    bad_message(src, type, len); /* only the tracing build sends it */
+#endif
+}
+
 /* The handler table (docs/protocols.md, M1): every message type, its handler,
  * and whether it carries work -- whether it may make its receiver busy, so
  * that termination detection counts it sent and received (W1). */
@@ -333,6 +344,7 @@ static const handler_entry handlers[ETC_NET_TYPES] = {
     [ETC_M_TERM_EXIT] = {etc_term_message, 0},
     [ETC_M_PROF] = {handle_prof, 0},
     [ETC_M_WAITING] = {handle_waiting, 0},
+    [ETC_M_TRACE_CLOCK] = {handle_trace_clock, 0},
     [ETC_LB_MSG ... ETC_LB_MSG + ETC_LB_MSG_COUNT - 1] = {etc_balance_message, 0},
 };
 

@@ -37,6 +37,7 @@ enum etc_msg_type {
     ETC_M_TERM_EXIT,  /* detector -> node: the run is over */
     ETC_M_PROF,       /* node -> node 0: profile counters at the end */
     ETC_M_WAITING,    /* node -> node 0: activations still alive at the end */
+    ETC_M_TRACE_CLOCK, /* -trace: node 0 <-> node: clock offsets at the end (trace.c) */
     ETC_M_TYPES = ETC_NET_TYPES
 };
 _Static_assert(ETC_LB_MSG + ETC_LB_MSG_COUNT == ETC_NET_TYPES,
@@ -211,6 +212,7 @@ void etc_trace_token_received(etc_tok *tok, int src);
 void etc_trace_send(int dest, int type, const void *a, size_t alen, const void *b, size_t blen);
 void etc_trace_receive(etc_trace_msg *outer, const void **body, size_t *len, int src, int type);
 void etc_trace_received(const etc_trace_msg *outer, int src, int type);
+void etc_trace_clock_message(int src, const void *body, size_t len);
 #define ETC_TRACE_LB(what, call)         \
     do {                                 \
         etc_trace_span trace_span_;      \

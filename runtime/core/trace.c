@@ -88,6 +88,11 @@ static struct {
     uint64_t eid_in;     /* the event a received token message carried */
     uint64_t tokens_in;
     uint64_t start_ns;
+    /* the clock exchange at the end (clock_offsets) */
+    int clock_done;           /* a node: node 0 said it has what it needs */
+    uint64_t pong_seq, pong_node_ns, pong_at;
+    int64_t *offsets;         /* node 0: each node's clock less node 0's, ns */
+    uint64_t *rtts;           /* node 0: the round trip each was measured in */
 } T = {.fd = -1};
 
 static uint64_t now_ns(void)
@@ -106,14 +111,6 @@ static inline uint64_t ticks(void)
 #endif
 }
 
-static void put(uint32_t kind, uint32_t aux, uint64_t t0, uint64_t t1, uint64_t a, uint64_t b,
-                uint64_t c, uint64_t d);
-
-static void clock_point(void)
-{
-    uint64_t t = ticks();
-    put(REC_CLOCK, 0, t, now_ns(), 0, 0, 0, 0);
-}
 
 static void flush_buf(void)
 {
@@ -193,8 +190,8 @@ void etc_trace_start(void)
     T.fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
     if (T.fd < 0)
         etc_die("cannot write the trace (ETC_TRACE_DIR): %s: %s", path, strerror(errno));
-    T.limit += 1; /* the clock point below is not one of the limit's records */
-    clock_point();
+    uint64_t t = ticks(); /* the first clock point (not one of the limit's records) */
+    T.buf[T.n++] = (trace_rec){REC_CLOCK, 0, t, now_ns(), 0, 0, 0, 0};
 }
 
 uint64_t etc_trace_enable(void)
@@ -335,6 +332,80 @@ void etc_trace_received(const etc_trace_msg *outer, int src, int type)
         put(REC_MSG, (uint32_t)type, outer->t0, ticks(), (uint64_t)src, 0, 0, 0);
 }
 
+/* TRACE_CLOCK (docs/protocols.md M1): node 0 sends PING (seq, 0) to a node, which
+ * answers PONG (seq, its CLOCK_MONOTONIC); node 0 takes the node's offset from the
+ * round trip with the smallest delay, assuming the two halves took as long; then DONE. */
+enum { CLOCK_PING = 1, CLOCK_PONG, CLOCK_DONE };
+typedef struct {
+    uint64_t what, seq, ns;
+} clock_msg;
+
+void etc_trace_clock_message(int src, const void *body, size_t len)
+{
+    clock_msg m;
+    if (len != sizeof m)
+        etc_fatal("malformed message (type %d, %zu bytes) from node %d", ETC_M_TRACE_CLOCK,
+                  len, src);
+    memcpy(&m, body, sizeof m);
+    if (m.what == CLOCK_PING) {
+        clock_msg r = {CLOCK_PONG, m.seq, now_ns()};
+        etc_send(src, ETC_M_TRACE_CLOCK, &r, sizeof r, NULL, 0);
+        etc_net_flush();
+    } else if (m.what == CLOCK_PONG) {
+        T.pong_at = now_ns();
+        T.pong_node_ns = m.ns;
+        T.pong_seq = m.seq;
+    } else if (m.what == CLOCK_DONE) {
+        T.clock_done = 1;
+    }
+}
+
+#define CLOCK_ROUNDS 8
+
+/* Node 0 measures every node's clock against its own (for tcp nodes on other hosts,
+ * whose CLOCK_MONOTONIC has another origin); the others answer until it is done. */
+static void clock_offsets(void)
+{
+    int n = etc_rts.num_nodes;
+    if (n == 1)
+        return;
+    if (etc_rts.node_id != 0) {
+        double give_up = etc_time() + 30;
+        while (!T.clock_done && etc_time() < give_up)
+            if (etc_net_poll() == 0)
+                etc_net_wait(0.01);
+        return;
+    }
+    T.offsets = etc_xmalloc((size_t)n * sizeof *T.offsets);
+    T.rtts = etc_xmalloc((size_t)n * sizeof *T.rtts);
+    T.offsets[0] = 0;
+    T.rtts[0] = 0;
+    uint64_t seq = 0;
+    for (int k = 1; k < n; k++) {
+        T.rtts[k] = UINT64_MAX;
+        T.offsets[k] = 0;
+        for (int r = 0; r < CLOCK_ROUNDS; r++) {
+            clock_msg m = {CLOCK_PING, ++seq, 0};
+            uint64_t sent = now_ns();
+            etc_send(k, ETC_M_TRACE_CLOCK, &m, sizeof m, NULL, 0);
+            etc_net_flush();
+            double give_up = etc_time() + 1;
+            while (T.pong_seq != seq && etc_time() < give_up)
+                etc_net_poll();
+            if (T.pong_seq != seq)
+                break; /* no answer: the offset stays unknown (0) */
+            uint64_t rtt = T.pong_at - sent;
+            if (rtt < T.rtts[k]) {
+                T.rtts[k] = rtt;
+                T.offsets[k] = (int64_t)(T.pong_node_ns - (sent + rtt / 2));
+            }
+        }
+        clock_msg done = {CLOCK_DONE, 0, 0};
+        etc_send(k, ETC_M_TRACE_CLOCK, &done, sizeof done, NULL, 0);
+    }
+    etc_net_flush();
+}
+
 static void json_string(FILE *f, const char *s)
 {
     fputc('"', f);
@@ -354,6 +425,7 @@ void etc_trace_finish(void)
 {
     if (T.fd < 0 && !T.dir[0])
         return;
+    clock_offsets();
     count_now(ticks());
     if (T.fd >= 0) { /* the last clock point, whatever the limit */
         uint64_t t = ticks();
@@ -374,11 +446,26 @@ void etc_trace_finish(void)
     }
     fprintf(f, "{\"version\": 1, \"node\": %d, \"nodes\": %d, \"record_size\": %zu, "
             "\"records\": %llu, \"dropped\": %llu, \"limit\": %llu, \"start_ns\": %llu, "
-            "\"end_ns\": %llu, \"threads\": %llu,\n \"functions\": [",
+            "\"end_ns\": %llu, \"threads\": %llu,",
             etc_rts.node_id, etc_rts.num_nodes, sizeof(trace_rec), (unsigned long long)T.kept,
             (unsigned long long)T.dropped, (unsigned long long)T.limit,
             (unsigned long long)T.start_ns, (unsigned long long)now_ns(),
             (unsigned long long)T.threads);
+    char host[256] = "";
+    gethostname(host, sizeof host - 1);
+    fprintf(f, " \"host\": ");
+    json_string(f, host);
+    if (T.offsets) {
+        fprintf(f, ",\n \"clock_offsets_ns\": [");
+        for (int k = 0; k < etc_rts.num_nodes; k++)
+            fprintf(f, "%s%lld", k ? ", " : "", (long long)T.offsets[k]);
+        fprintf(f, "],\n \"clock_rtts_ns\": [");
+        for (int k = 0; k < etc_rts.num_nodes; k++)
+            fprintf(f, "%s%lld", k ? ", " : "",
+                    T.rtts[k] == UINT64_MAX ? -1LL : (long long)T.rtts[k]);
+        fprintf(f, "]");
+    }
+    fprintf(f, ",\n \"functions\": [");
     const char *sep = "";
     for (etc_fn_info *const *fn = etc_fns_begin(); fn != etc_fns_end(); fn++) {
         fprintf(f, "%s\n  {\"name\": ", sep);

@@ -271,3 +271,37 @@ def test_the_normal_build_has_no_tracing(target: toolchain.Target) -> None:
     tracing = subprocess.run(["nm", "-g", traced_lib], capture_output=True, text=True,
                              check=True).stdout
     assert "T etc_trace_run" in tracing and "etc_abi_trace" in tracing
+
+
+def test_nodes_on_another_host_are_moved_onto_node_0s_clock(tmp_path: Path) -> None:
+    # the files two nodes on two hosts would write: node 1's clock is 5 ms ahead of
+    # node 0's (as node 0 measured it at the end); each node ran one thread, node 1's
+    # 1 us after node 0's in real time
+    from etcpre.trace import records as R
+    from etcpre.trace.merge import merge
+
+    def node(k: int, host: str, t: int, extra: dict) -> None:
+        recs = [R.RECORD.pack(R.CLOCK, 0, 1000, t, 0, 0, 0, 0),
+                R.RECORD.pack(R.RUN, 0, 1100, 1200, (k + 1) << 40 | 1, 0, 4096, 0),
+                R.RECORD.pack(R.CLOCK, 0, 2000, t + 1000, 0, 0, 0, 0)]
+        (tmp_path / f"node-{k}.bin").write_bytes(b"".join(recs))
+        meta = {"record_size": R.RECORD.size, "nodes": 2, "start_ns": t, "end_ns": t + 1000,
+                "host": host, "functions": [{"name": "f", "file": "f.tc", "line": 1,
+                                             "threads": [{"ip": 4096, "number": 0,
+                                                          "line": 1}]}], **extra}
+        (tmp_path / f"node-{k}.json").write_text(json.dumps(meta))
+
+    node(0, "a", 10_000_000, {"clock_offsets_ns": [0, 5_001_000],
+                              "clock_rtts_ns": [0, 2000]})
+    node(1, "b", 15_002_000, {})
+    out = tmp_path / "t.json"
+    merge(tmp_path, 2, out)
+    data = json.loads(out.read_text())
+    runs = {e["pid"]: e["ts"] for e in data["traceEvents"] if e.get("cat") == "thread"}
+    assert runs == {0: 0.1, 1: 1.1}
+    assert "node 1 by 5001.0 us (+-1.0)" in data["otherData"]["clock"]
+    # on one host nothing moves
+    node(1, "a", 10_001_000, {})
+    merge(tmp_path, 2, out)
+    data = json.loads(out.read_text())
+    assert data["otherData"]["clock"] == "CLOCK_MONOTONIC of one host"
