@@ -1,5 +1,5 @@
 """The tracing build (etcc -trace), etcrun --trace and etctrace (docs/tracing.md): every
-sample's trace is valid on 1, 2 and 4 smp nodes and 2 tcp nodes; fib's work and span
+sample's trace is valid on seq, 1, 2 and 4 smp nodes and 2 tcp nodes; fib's work and span
 in threads are exactly what its recursion gives, whatever the node count; plot and
 tree write valid files; bad input is a one-line error."""
 
@@ -18,7 +18,7 @@ from etcpre import toolchain
 from support import BIN, ROOT, SAMPLES, Builder, check_sample, etcc, etcrun, require
 
 NAMES = sorted(p.stem for p in SAMPLES.glob("*.tc"))
-RUNS = [("smp", 1), ("smp", 2), ("smp", 4), ("tcp", 2)]
+RUNS = [("seq", 1), ("smp", 1), ("smp", 2), ("smp", 4), ("tcp", 2)]
 
 
 def etctrace(*args: str) -> subprocess.CompletedProcess[str]:
