@@ -217,6 +217,10 @@ def _traced(opts: argparse.Namespace, prog: Path, target: toolchain.Target,
             return rc or 1
         if result.truncated:
             sys.stderr.write(f"etcrun: warning: {result.note}\n")
+        if result.unfinished:
+            which = ", ".join(map(str, result.unfinished))
+            sys.stderr.write(f"etcrun: warning: the trace lacks the last records (up to 8,192) "
+                             f"of node(s) {which}, which did not end normally\n")
         return rc
     finally:
         shutil.rmtree(tmp, ignore_errors=True)

@@ -28,6 +28,7 @@ class MergeResult:
     events: int
     truncated: bool
     note: str  # why and where the trace was cut, or ""
+    unfinished: list[int]  # nodes that did not end normally
 
 
 @dataclass
@@ -224,4 +225,4 @@ def merge(directory: Path, nodes: int, out: Path, limit: int = DEFAULT_LIMIT,
         body = _metadata(nodes) + events
         fh.write(",\n".join(json.dumps(e, separators=(",", ":")) for e in body))
         fh.write("\n]}\n")
-    return MergeResult(len(events), truncated, note)
+    return MergeResult(len(events), truncated, note, missing)

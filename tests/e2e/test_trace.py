@@ -305,3 +305,13 @@ def test_nodes_on_another_host_are_moved_onto_node_0s_clock(tmp_path: Path) -> N
     merge(tmp_path, 2, out)
     data = json.loads(out.read_text())
     assert data["otherData"]["clock"] == "CLOCK_MONOTONIC of one host"
+
+
+def test_a_crashed_run_still_writes_what_it_recorded(build: Builder, tmp_path: Path) -> None:
+    prog = build("crash.tc", "-trace", target="smp")
+    out = tmp_path / "crash.json"
+    proc = etcrun("--trace", str(out), "-n", "2", str(prog), timeout=120)
+    assert proc.returncode != 0 and "segmentation fault" in proc.stderr
+    assert "etcrun: warning: the trace lacks the last records" in proc.stderr
+    assert json.loads(out.read_text())["otherData"]["unfinished_nodes"]
+    assert etctrace("check", str(out)).returncode == 0
