@@ -315,3 +315,20 @@ def test_a_crashed_run_still_writes_what_it_recorded(build: Builder, tmp_path: P
     assert "etcrun: warning: the trace lacks the last records" in proc.stderr
     assert json.loads(out.read_text())["otherData"]["unfinished_nodes"]
     assert etctrace("check", str(out)).returncode == 0
+
+
+@pytest.mark.parametrize("name", ["vadd", "loop", "call", "getloop", "hello"])
+def test_work_and_span_do_not_depend_on_the_nodes(build: Builder, tmp_path: Path,
+                                                  name: str) -> None:
+    counts = {}
+    for target, n in RUNS:
+        out = tmp_path / f"{target}-{n}.json"
+        traced(build(f"{name}.tc", "-trace", target=target), out, n)
+        s = summary(out)
+        counts[(target, n)] = (s["work_threads"], s["span_threads"])
+    if name == "hello":  # MAIN's two threads and a greeting on each node
+        assert counts == {run: (run[1] + 2, 3) for run in RUNS}
+    else:
+        assert len(set(counts.values())) == 1, counts
+        work, span = counts[RUNS[0]]
+        assert 1 < span <= work
