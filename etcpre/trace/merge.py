@@ -18,6 +18,7 @@ MESSAGES = {1: "SYNC", 2: "INCR", 3: "SPAWN", 4: "DATA", 5: "GET", 6: "PUT", 7: 
             8: "INVOKE", 9: "TOKEN"}
 BALANCER_WHAT = {0: "balancer (idle)", 1: "balancer (boundary)", 2: "balancer message"}
 DEFAULT_LIMIT = 2_000_000
+CAUSE = 1 << 63  # runtime/include/etc.h ETC_TRACE_CAUSE
 TOKEN_FLOWS = 1 << 40  # token flows' ids start here, above the enable flows'
 
 Event = dict[str, Any]
@@ -76,7 +77,10 @@ def _thread_events(runs: list[_Run], edges: dict[int, list[int]],
             activation[(r.node, r.frame)] = act
         else:
             act = activation.get((r.node, r.frame), "?")
-        deps = list(dict.fromkeys(edges.get(r.eid, [])))
+        if r.eid & CAUSE:  # started by one thread (INVOKE, TOKEN, CALL, SPAWN, RETURN)
+            deps = [r.eid ^ CAUSE] if r.eid ^ CAUSE else []
+        else:  # a slot's firing: every thread that signalled it
+            deps = list(dict.fromkeys(edges.get(r.eid, [])))
         args: dict[str, Any] = {"id": rid, "activation": act, "frame": f"{r.frame:#x}",
                                 "node": r.node, "deps": [thread_id(d) for d in deps]}
         if name is not None:
@@ -123,6 +127,11 @@ def _node_events(f: NodeFiles, base: int) -> list[Event]:
     return out
 
 
+def _token(value: int) -> str:
+    """A token as the trace names it: the thread whose TOKEN made it."""
+    return thread_id(value & ~CAUSE) if value & ~CAUSE else "none"
+
+
 def _token_events(files: list[NodeFiles], base: int) -> list[Event]:
     """A slice per hop on each side, and a flow between them: the n-th send of a token
     from node A to B pairs with the n-th receipt of it at B from A."""
@@ -139,7 +148,7 @@ def _token_events(files: list[NodeFiles], base: int) -> list[Event]:
                 continue
             out.append({"ph": "X", "name": f"token from node {aux}", "cat": "balancer",
                         "pid": f.node, "tid": 3, "ts": _us(t0, base), "dur": 0,
-                        "args": {"node": f.node, "token": thread_id(a), "from": aux}})
+                        "args": {"node": f.node, "token": _token(a), "from": aux}})
             sends = pending.get((a, aux, f.node))
             if not sends:
                 continue
@@ -148,7 +157,7 @@ def _token_events(files: list[NodeFiles], base: int) -> list[Event]:
             fid = flow
             out.append({"ph": "X", "name": f"token to node {f.node}", "cat": "balancer",
                         "pid": aux, "tid": 3, "ts": _us(sent, base), "dur": 0,
-                        "args": {"node": aux, "token": thread_id(a), "to": f.node}})
+                        "args": {"node": aux, "token": _token(a), "to": f.node}})
             out.append({"ph": "s", "name": "token", "cat": "token", "id": fid, "pid": aux,
                         "tid": 3, "ts": _us(sent, base)})
             out.append({"ph": "f", "bp": "e", "name": "token", "cat": "token", "id": fid,
@@ -158,7 +167,7 @@ def _token_events(files: list[NodeFiles], base: int) -> list[Event]:
         for sent in sends:
             out.append({"ph": "X", "name": f"token to node {dest}", "cat": "balancer",
                         "pid": src, "tid": 3, "ts": _us(sent, base), "dur": 0,
-                        "args": {"node": src, "token": thread_id(a), "to": dest}})
+                        "args": {"node": src, "token": _token(a), "to": dest}})
     return out
 
 

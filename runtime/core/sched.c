@@ -88,7 +88,7 @@ void etc_call(etc_thread fn, void *pp)
     etc_rts.running = fn;
 #endif
 #ifdef ETC_TRACE
-    etc_trace_run(fn, pp, etc_trace_enable()); /* fed by the caller */
+    etc_trace_run(fn, pp, etc_trace_cur | ETC_TRACE_CAUSE); /* started by the caller */
 #else
     fn(pp);
 #endif

@@ -6,11 +6,11 @@
  * .tc lines). etcrun merges the nodes' files into one Chrome Trace Event file
  * (etcpre/trace/merge.py). What is recorded:
  *
- *   RUN     a thread ran: start, end, its id, the event that enabled it, the
- *           thread's address and its activation frame;
+ *   RUN     a thread ran: start, end, its id, what enabled it (a slot's event,
+ *           or with ETC_TRACE_CAUSE the one thread whose INVOKE, TOKEN, CALL,
+ *           SPAWN or RETURN started it), the thread's address and its frame;
  *   EDGE    the running thread (or, in a handler, the thread that sent the
- *           message) fed an enabling event: a signal to a slot, INVOKE, TOKEN,
- *           CALL, SPAWN, RETURN;
+ *           message) signalled a slot: it fed the slot's event;
  *   IDLE    an idle period; LB balancer activity; MSG a message's handler;
  *   TOKSEND, TOKRECV  a token moved by the balancer (its event travels with it);
  *   COUNT   the ready queue's and the token deque's lengths;
@@ -21,9 +21,9 @@
  *           buffer written, so a node that dies keeps the points its records need).
  *
  * Ids: a thread run is (node + 1) << 40 | n, n counting the node's runs from 1;
- * an enabling event likewise in its own count. A thread depends on every thread
- * that fed the event that enabled it: those are the edges of the run's graph
- * (etctrace summary computes work and span from them).
+ * a slot's event likewise in its own count. A thread depends on the thread that
+ * started it, or on every thread that fed the slot event that enabled it: those
+ * are the edges of the run's graph (etctrace summary computes work and span).
  *
  * Without ETC_TRACE this file is empty: the normal build has no trace symbol. */
 #ifdef ETC_TRACE
@@ -53,8 +53,8 @@ typedef struct {
 _Static_assert(sizeof(trace_rec) == 56, "trace records are 56 bytes");
 
 enum {
-    REC_RUN = 1,  /* t0 t1, a thread id, b event, c thread address, d frame */
-    REC_EDGE,     /* a event, b thread id that fed it */
+    REC_RUN = 1,  /* t0 t1, a thread id, b event or cause, c thread address, d frame */
+    REC_EDGE,     /* a slot's event, b thread id that fed it */
     REC_IDLE,     /* t0 t1, aux 1: a token from another node ended it */
     REC_LB,       /* t0 t1, aux: 0 idle hook, 1 boundary hook, 2 message (a: from) */
     REC_TOKSEND,  /* t0, a event of the token, aux destination */
@@ -192,14 +192,6 @@ void etc_trace_start(void)
         etc_die("cannot write the trace (ETC_TRACE_DIR): %s: %s", path, strerror(errno));
     uint64_t t = ticks(); /* the first clock point (not one of the limit's records) */
     T.buf[T.n++] = (trace_rec){REC_CLOCK, 0, t, now_ns(), 0, 0, 0, 0};
-}
-
-uint64_t etc_trace_enable(void)
-{
-    uint64_t e = T.tag | ++T.events;
-    if (etc_trace_cur)
-        put(REC_EDGE, 0, 0, 0, e, etc_trace_cur, 0, 0);
-    return e;
 }
 
 void etc_trace_signal(etc_slot *s)

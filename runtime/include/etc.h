@@ -301,15 +301,16 @@ extern const char etc_abi_plain;
 #endif
 
 #ifdef ETC_TRACE
-/* The tracing build (core/trace.c, docs/tracing.md). Every thread run gets an id
- * and every event that enables a thread (a slot's fire, INVOKE, TOKEN, CALL,
- * SPAWN, RETURN) an enabling-event id; each operation that feeds an event
- * records an edge from the thread that ran it (etc_trace_cur; a handler runs on
- * behalf of the thread that sent its message). A closure or token carries its
- * event to the run it starts. */
+/* The tracing build (core/trace.c, docs/tracing.md). Every thread run gets an id.
+ * A slot's firing is an event with an id of its own, which every signal feeds
+ * with an edge from the thread that sent it (etc_trace_cur; a handler runs on
+ * behalf of the thread that sent its message); what one thread alone starts
+ * (INVOKE, TOKEN, CALL, SPAWN, RETURN) is named by that thread's id with
+ * ETC_TRACE_CAUSE set, and costs no record. A closure or token carries either to
+ * the run it starts. */
+#define ETC_TRACE_CAUSE ((uint64_t)1 << 63)
 extern uint64_t etc_trace_cur;     /* the thread running (or sending), 0: none */
-extern uint64_t etc_trace_pending; /* the event the next push takes, 0: a new one */
-uint64_t etc_trace_enable(void);   /* a new event, fed by etc_trace_cur */
+extern uint64_t etc_trace_pending; /* what the next push takes, 0: etc_trace_cur */
 void etc_trace_signal(etc_slot *s);
 void etc_trace_frame(void *fp);
 void etc_trace_run(etc_thread ip, void *fp, uint64_t eid);
@@ -320,7 +321,7 @@ static inline uint64_t etc_trace_take(void)
         etc_trace_pending = 0;
         return e;
     }
-    return etc_trace_enable();
+    return etc_trace_cur | ETC_TRACE_CAUSE;
 }
 #endif
 /* Referenced from every translation unit that includes etc.h, so that objects
