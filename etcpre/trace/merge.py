@@ -1,6 +1,6 @@
 """etcrun --trace: the nodes' records (records.py) merged into one Chrome Trace Event file
-(docs/tracing.md has the format). Tracks: per node (pid) `threads` (tid 0), `network`
-(1), `idle` (2), `balancer` (3); flows from the thread that enabled a thread to it, and
+(docs/tracing.md has the format). Tracks: per node (pid) `threads` (tid 1), `network`
+(2), `idle` (3), `balancer` (4); flows from the thread that enabled a thread to it, and
 from a token's sender to its receiver."""
 
 from __future__ import annotations
@@ -13,7 +13,8 @@ from typing import Any
 from etcpre.trace import records as R
 from etcpre.trace.records import NodeFiles, ThreadName, thread_id
 
-TRACKS = {0: "threads", 1: "network", 2: "idle", 3: "balancer"}
+THREADS, NETWORK, IDLE, BALANCER = 1, 2, 3, 4  # tids (0 is special to Perfetto)
+TRACKS = {THREADS: "threads", NETWORK: "network", IDLE: "idle", BALANCER: "balancer"}
 MESSAGES = {1: "SYNC", 2: "INCR", 3: "SPAWN", 4: "DATA", 5: "GET", 6: "PUT", 7: "BLKGET",
             8: "INVOKE", 9: "TOKEN"}
 BALANCER_WHAT = {0: "balancer (idle)", 1: "balancer (boundary)", 2: "balancer message"}
@@ -50,9 +51,9 @@ def _us(ns: int, base: int) -> float:
 def _metadata(nodes: int) -> list[Event]:
     out: list[Event] = []
     for k in range(nodes):
-        out.append({"ph": "M", "name": "process_name", "pid": k, "tid": 0,
+        out.append({"ph": "M", "name": "process_name", "pid": k, "tid": THREADS,
                     "args": {"name": f"node {k}"}})
-        out.append({"ph": "M", "name": "process_sort_index", "pid": k, "tid": 0,
+        out.append({"ph": "M", "name": "process_sort_index", "pid": k, "tid": THREADS,
                     "args": {"sort_index": k}})
         for tid, name in TRACKS.items():
             out.append({"ph": "M", "name": "thread_name", "pid": k, "tid": tid,
@@ -87,8 +88,9 @@ def _thread_events(runs: list[_Run], edges: dict[int, list[int]],
             args |= {"function": name.function, "thread": name.number, "file": name.file,
                      "line": name.line}
         ts = _us(r.t0, base)
-        out.append({"ph": "X", "name": label, "cat": "thread", "pid": r.node, "tid": 0,
-                    "ts": ts, "dur": round((r.t1 - r.t0) / 1000.0, 3), "args": args})
+        out.append({"ph": "X", "name": label, "cat": "thread", "pid": r.node,
+                    "tid": THREADS, "ts": ts, "dur": round((r.t1 - r.t0) / 1000.0, 3),
+                    "args": args})
         src = by_raw.get(deps[-1]) if deps else None
         if src is not None:
             flow += 1
@@ -96,9 +98,9 @@ def _thread_events(runs: list[_Run], edges: dict[int, list[int]],
             # after any thread it CALLed) and enters the thread it enabled at its start
             at = src.t1 - 1 if src.t1 - src.t0 >= 2 else src.t0
             out.append({"ph": "s", "name": "enable", "cat": "enable", "id": flow,
-                        "pid": src.node, "tid": 0, "ts": _us(at, base)})
+                        "pid": src.node, "tid": THREADS, "ts": _us(at, base)})
             out.append({"ph": "f", "bp": "e", "name": "enable", "cat": "enable", "id": flow,
-                        "pid": r.node, "tid": 0, "ts": ts})
+                        "pid": r.node, "tid": THREADS, "ts": ts})
     return out
 
 
@@ -108,22 +110,22 @@ def _node_events(f: NodeFiles, base: int) -> list[Event]:
     for kind, aux, t0, t1, a, b, _c, _d in f.records:
         if kind == R.IDLE:
             out.append({"ph": "X", "name": "idle (a token ended it)" if aux else "idle",
-                        "cat": "idle", "pid": k, "tid": 2, "ts": _us(t0, base),
+                        "cat": "idle", "pid": k, "tid": IDLE, "ts": _us(t0, base),
                         "dur": round((t1 - t0) / 1000.0, 3), "args": {"node": k}})
         elif kind == R.LB:
             name = BALANCER_WHAT.get(aux, "balancer")
-            out.append({"ph": "X", "name": name, "cat": "balancer", "pid": k, "tid": 3,
-                        "ts": _us(t0, base), "dur": round((t1 - t0) / 1000.0, 3),
+            out.append({"ph": "X", "name": name, "cat": "balancer", "pid": k,
+                        "tid": BALANCER, "ts": _us(t0, base), "dur": round((t1 - t0) / 1000.0, 3),
                         "args": {"node": k}})
         elif kind == R.MSG:
             what = MESSAGES.get(aux, "balancer" if aux >= 32 else f"type {aux}")
             out.append({"ph": "X", "name": f"{what} from node {a}", "cat": "message",
-                        "pid": k, "tid": 1, "ts": _us(t0, base),
+                        "pid": k, "tid": NETWORK, "ts": _us(t0, base),
                         "dur": round((t1 - t0) / 1000.0, 3),
                         "args": {"node": k, "type": aux, "from": a}})
         elif kind == R.COUNT:
-            out.append({"ph": "C", "name": "queues", "pid": k, "tid": 0, "ts": _us(t0, base),
-                        "args": {"ready queue": a, "token deque": b}})
+            out.append({"ph": "C", "name": "queues", "pid": k, "tid": THREADS,
+                        "ts": _us(t0, base), "args": {"ready queue": a, "token deque": b}})
     return out
 
 
@@ -147,7 +149,7 @@ def _token_events(files: list[NodeFiles], base: int) -> list[Event]:
             if kind != R.TOKRECV:
                 continue
             out.append({"ph": "X", "name": f"token from node {aux}", "cat": "balancer",
-                        "pid": f.node, "tid": 3, "ts": _us(t0, base), "dur": 0,
+                        "pid": f.node, "tid": BALANCER, "ts": _us(t0, base), "dur": 0,
                         "args": {"node": f.node, "token": _token(a), "from": aux}})
             sends = pending.get((a, aux, f.node))
             if not sends:
@@ -156,17 +158,17 @@ def _token_events(files: list[NodeFiles], base: int) -> list[Event]:
             flow += 1
             fid = flow
             out.append({"ph": "X", "name": f"token to node {f.node}", "cat": "balancer",
-                        "pid": aux, "tid": 3, "ts": _us(sent, base), "dur": 0,
+                        "pid": aux, "tid": BALANCER, "ts": _us(sent, base), "dur": 0,
                         "args": {"node": aux, "token": _token(a), "to": f.node}})
             out.append({"ph": "s", "name": "token", "cat": "token", "id": fid, "pid": aux,
-                        "tid": 3, "ts": _us(sent, base)})
+                        "tid": BALANCER, "ts": _us(sent, base)})
             out.append({"ph": "f", "bp": "e", "name": "token", "cat": "token", "id": fid,
-                        "pid": f.node, "tid": 3, "ts": _us(t0, base)})
+                        "pid": f.node, "tid": BALANCER, "ts": _us(t0, base)})
     # a send whose receipt is not in the trace (cut, or the run ended) is still a slice
     for (a, src, dest), sends in pending.items():
         for sent in sends:
             out.append({"ph": "X", "name": f"token to node {dest}", "cat": "balancer",
-                        "pid": src, "tid": 3, "ts": _us(sent, base), "dur": 0,
+                        "pid": src, "tid": BALANCER, "ts": _us(sent, base), "dur": 0,
                         "args": {"node": src, "token": _token(a), "to": dest}})
     return out
 
