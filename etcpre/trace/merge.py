@@ -234,6 +234,7 @@ def merge(directory: Path, nodes: int, out: Path, limit: int = DEFAULT_LIMIT,
         fh.write(json.dumps(other))
         fh.write(',\n"traceEvents": [\n')
         body = _metadata(nodes) + events
-        fh.write(",\n".join(json.dumps(e, separators=(",", ":")) for e in body))
+        encode = json.JSONEncoder(separators=(",", ":")).encode  # one encoder for all
+        fh.write(",\n".join(map(encode, body)))
         fh.write("\n]}\n")
     return MergeResult(len(events), truncated, note, missing)
