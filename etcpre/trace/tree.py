@@ -97,8 +97,12 @@ def dot_text(trace: Trace, limit: int = MAX_ACTIVATIONS) -> str:
                 else ""
             lines.append(f"  {_quote(a.parent)} -> {_quote(aid)}{extra};")
     lines.append("  subgraph cluster_legend { label=\"nodes\"; fontname=Helvetica;")
-    for k in range(min(trace.nodes, len(PALETTE))):
+    shown_nodes = min(trace.nodes, len(PALETTE))
+    for k in range(shown_nodes):
         lines.append(f"    legend{k} [label=\"node {k}\", fillcolor=\"{PALETTE[k]}\"];")
+    if shown_nodes > 1:  # in node order
+        lines.append("    " + " -> ".join(f"legend{k}" for k in range(shown_nodes)) +
+                     " [style=invis];")
     lines.append("  }")
     lines.append("}")
     return "\n".join(lines) + "\n"
