@@ -100,18 +100,29 @@ def _instructions(prog: Path, *args: str) -> int | None:
 
 
 def build_costs(sec: Section, reps: int) -> dict[str, float]:
-    """What the profiling and checking builds cost fib (issue 15): one-node seq runs of
-    the same fib, each build's time over the normal build's in the same round."""
+    """What the profiling, checking and tracing builds cost fib (issues 15, 16): one-node
+    seq runs of the same fib, each build's time over the normal build's in the same
+    round. The tracing build runs twice: without etcrun --trace (ids and edges made,
+    nothing written) and recording (ETC_TRACE_DIR, the default limit of etcrun
+    --trace: records past it are counted, not written); bench/trace_cost.py records
+    everything for fib(25..30)."""
     fib_tc = ROOT / "samples" / "fib.tc"
-    builds = {"normal": [], "-prof (1 kHz)": ["-prof"], "-g (checking)": ["-g"]}
+    builds = {"normal": [], "-prof (1 kHz)": ["-prof"], "-g (checking)": ["-g"],
+              "-trace (not recording)": ["-trace"]}
     progs = {name: etcc(fib_tc, OUT / "fib" / f"fib-cost-{i}", "-target", "seq", *flags)
              for i, (name, flags) in enumerate(builds.items())}
-    runs = {name: [] for name in builds} | {"-prof (10 kHz)": []}
+    runs = {name: [] for name in builds} | {"-prof (10 kHz)": [], "-trace (recording)": []}
+    scratch = OUT / "fib" / "trace-scratch"
+    scratch.mkdir(parents=True, exist_ok=True)
     for _ in range(reps * 6):
         for name, prog in progs.items():
             runs[name].append(_secs(etcrun(prog, "30")))
         runs["-prof (10 kHz)"].append(_secs(etcrun(progs["-prof (1 kHz)"], "30", env={
             **os.environ, "ETC_PROF_HZ": "10000"})))
+        runs["-trace (recording)"].append(_secs(etcrun(progs["-trace (not recording)"], "30",
+                                                        env={**os.environ,
+                                                             "ETC_TRACE_DIR": str(scratch)})))
+    shutil.rmtree(scratch, ignore_errors=True)
     base = runs["normal"]
     ratios = {name: median_of([a / b for a, b in zip(t, base, strict=True)])
               for name, t in runs.items()}
@@ -119,14 +130,17 @@ def build_costs(sec: Section, reps: int) -> dict[str, float]:
     rows = [[name, median_of(t), ratios[name],
              f"{instr[name] / instr['normal']:.3f}" if name in instr and instr[name]
              and instr["normal"] else "-"] for name, t in runs.items()]
-    sec.add(f"**Build costs, fib(30) on the seq target** (issue 15), median of {len(base)} "
+    sec.add(f"**Build costs, fib(30) on the seq target** (issues 15, 16), median of {len(base)} "
             "rounds, each build in turn; the ratio is the median of each round's time over "
             "the normal build's; instructions are callgrind's for fib(25).", "")
     sec.add(*table(["build", "seconds", "time / normal", "instructions / normal"], rows))
     sec.add("The normal build counts live activations per function (for the deadlock "
             "report) and finds the thread a crash or an interrupt stopped from the stack, "
             "writing nothing when a thread starts; -prof samples the part each node is in "
-            "(SIGPROF, ETC_PROF_HZ); goal: -prof at most 10% over the normal build.", "")
+            "(SIGPROF, ETC_PROF_HZ); goal: -prof at most 10% over the normal build. -trace "
+            "reads the clock twice per thread and writes a record per thread run and per "
+            "edge (docs/tracing.md); recording stops writing at the limit (2,000,000 "
+            "records a node), which fib(30) passes.", "")
     return {f"cost_{name}": r for name, r in ratios.items()}
 
 

@@ -79,7 +79,8 @@ BALANCERS = (
     "rand-hybrid-piggyback", "minima", "nop",
 )
 
-MARKER = re.compile(rb"@\(#\)etc-program target=(\w+) prof=([01]) check=([01]) abi=(\d+)")
+MARKER = re.compile(
+    rb"@\(#\)etc-program target=(\w+) prof=([01]) check=([01])(?: trace=([01]))? abi=(\d+)")
 
 
 class ToolchainError(Exception):
@@ -123,14 +124,14 @@ def gdb_script() -> Path:
     return home() / "runtime" / "gdb" / "etc-gdb.py"
 
 
-def library(name: str, check: bool, prof: bool, sanitize: bool) -> Path:
+def library(name: str, check: bool, prof: bool, sanitize: bool, trace: bool = False) -> Path:
     """The runtime archive for a target and build variant."""
     flavour = os.environ.get("ETC_RUNTIME", "")
     if flavour not in RUNTIME_BUILDS:
         raise ToolchainError(f"ETC_RUNTIME='{flavour}' is not a runtime build (valid: "
                              "'debug', or unset for the normal one)")
     sub, hint = ("runtime-san", "make runtime-san") if sanitize else RUNTIME_BUILDS[flavour]
-    variant = ("_check" if check else "") + ("_prof" if prof else "")
+    variant = ("_check" if check else "") + ("_prof" if prof else "") + ("_trace" if trace else "")
     lib = home() / "build" / sub / "lib" / f"libetc_{name}{variant}.a"
     if not lib.is_file():
         why = target(name).missing()
@@ -146,6 +147,7 @@ class ProgramInfo:
     target: str
     prof: bool
     check: bool
+    trace: bool = False
 
 
 def program_info(path: Path) -> ProgramInfo | None:
@@ -155,4 +157,5 @@ def program_info(path: Path) -> ProgramInfo | None:
     m = MARKER.search(data)
     if m is None:
         return None
-    return ProgramInfo(m.group(1).decode(), m.group(2) == b"1", m.group(3) == b"1")
+    return ProgramInfo(m.group(1).decode(), m.group(2) == b"1", m.group(3) == b"1",
+                       m.group(4) == b"1")

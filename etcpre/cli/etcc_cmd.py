@@ -50,6 +50,8 @@ files are compiled with etc.h (NODE_ID, NUM_NODES, POLL(), etc_time(), ...).
   -lb NAME           default load balancer (etcrun --lb and ETC_LB override it):
                      {balancers}
   -prof              the profiling build (thesis appendix C): a table at exit
+  -trace             the tracing build: etcrun --trace FILE.json writes every thread
+                     run (docs/tracing.md)
   -keep              keep the generated C as NAME.c in the current directory
   -v                 print the commands run
   -h, --help         this help
@@ -72,6 +74,7 @@ class Options:
     target: str = toolchain.DEFAULT_TARGET
     lb: str | None = None
     prof: bool = False
+    trace: bool = False
     check: bool = False
     keep: bool = False
     verbose: bool = False
@@ -130,6 +133,8 @@ def parse(argv: list[str]) -> Options:
             o.keep, i = True, i + 1
         elif a in ("-prof", "--prof"):
             o.prof, i = True, i + 1
+        elif a in ("-trace", "--trace"):
+            o.trace, i = True, i + 1
         elif a == "-g" or (a.startswith("-g") and a[2:].isdigit()):
             o.check = True
             o.cc_flags.append(a)
@@ -179,6 +184,10 @@ def parse(argv: list[str]) -> Options:
             i += 1
     if not o.inputs:
         raise UsageError("no input files")
+    if o.trace and (o.check or o.prof):
+        other = "-g" if o.check else "-prof"
+        raise UsageError(f"-trace cannot be combined with {other}: the tracing build is a "
+                         "build of its own (docs/tracing.md)")
     if o.output and o.mode in ("c", "S") and \
             sum(1 for k, f in enumerate(o.inputs) if o.kind(k) in ("tc", "c")) > 1:
         raise UsageError(f"cannot use -o with -{o.mode} and several source files")
@@ -265,6 +274,8 @@ class Driver:
         flags = ["-std=gnu11", f"-I{toolchain.include_dir()}", "-fno-pie", *self.o.cpp]
         if self.o.check:
             flags.append("-DETC_CHECK")
+        if self.o.trace:
+            flags.append("-DETC_TRACE")
         if self.o.prof:  # line tables: the profile places samples by line (core/prof.c)
             flags += ["-DETC_PROF"] + ([] if self.o.check else ["-g1"])
         return flags + self.o.cc_flags
@@ -338,7 +349,7 @@ class Driver:
 
     def link(self, objects: list[str]) -> int:
         o = self.o
-        lib = toolchain.library(o.target, o.check, o.prof, self.sanitize)
+        lib = toolchain.library(o.target, o.check, o.prof, self.sanitize, o.trace)
         extra: list[str] = []
         if o.lb:
             # the program's default balancer: a strong definition of the library's

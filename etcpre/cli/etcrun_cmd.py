@@ -18,6 +18,7 @@ from pathlib import Path
 
 from etcpre import cpus, toolchain
 from etcpre.cli.common import MAX_NODES, ArgParser, node_count, run_main
+from etcpre.trace import DEFAULT_LIMIT as TRACE_LIMIT
 
 
 def _nodes(text: str) -> int | str:
@@ -40,6 +41,12 @@ def _seconds(text: str) -> float:
     return value
 
 
+def _events(text: str) -> int:
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a positive number of events")
+    return int(text)
+
+
 def _arg_parser() -> argparse.ArgumentParser:
     ap = ArgParser(
         prog="etcrun",
@@ -58,6 +65,12 @@ def _arg_parser() -> argparse.ArgumentParser:
     ap.add_argument("--prof", action="store_true",
                     help="require a -prof build (its profile table is printed at exit)")
     ap.add_argument("--prof-out", metavar="FILE", help="also write the profile as JSON")
+    ap.add_argument("--trace", metavar="FILE.json",
+                    help="a -trace build: write the run's trace (Chrome Trace Event JSON, "
+                    "for ui.perfetto.dev and etctrace; docs/tracing.md)")
+    ap.add_argument("--trace-limit", type=_events, default=None,
+                    metavar="N", help="at most N events in the trace (default "
+                    f"{TRACE_LIMIT}); a longer run is cut, saying so")
     ap.add_argument("--tag-output", action="store_true",
                     help="prefix every output line with [node]")
     ap.add_argument("--hosts", metavar="FILE",
@@ -77,7 +90,7 @@ def _either(names: list[str]) -> str:
     return " or ".join(filter(None, [", ".join(names[:-1]), names[-1]]))
 
 
-def _fail(msg: str, code: int = 2) -> int:
+def fail(msg: str, code: int = 2) -> int:
     sys.stderr.write(f"etcrun: error: {msg}\n")
     return code
 
@@ -86,25 +99,25 @@ def _body(argv: list[str]) -> int:
     opts = _arg_parser().parse_args(argv)
     prog = Path(opts.program)
     if not prog.exists():
-        return _fail(f"{opts.program}: no such file")
+        return fail(f"{opts.program}: no such file")
     if prog.is_dir() or not os.access(prog, os.X_OK):
-        return _fail(f"{opts.program}: not an executable program")
+        return fail(f"{opts.program}: not an executable program")
     try:
         info = toolchain.program_info(prog)
     except OSError as exc:
-        return _fail(f"{opts.program}: cannot read: {exc.strerror}")
+        return fail(f"{opts.program}: cannot read: {exc.strerror}")
     if info is None:
-        return _fail(f"{opts.program}: not a Threaded-C program built by etcc")
+        return fail(f"{opts.program}: not a Threaded-C program built by etcc")
     target = toolchain.TARGETS.get(info.target)
     if target is None:
-        return _fail(f"{opts.program} was built for a target this etcrun does not know "
+        return fail(f"{opts.program} was built for a target this etcrun does not know "
                      f"('{info.target}'; known: {', '.join(toolchain.TARGETS)})")
     nodes = opts.nodes
     if nodes is None and os.environ.get("ETC_NODES"):
         try:  # the runtime reads it the same way (runtime/core/sched.c)
             nodes = _nodes(os.environ["ETC_NODES"])
         except argparse.ArgumentTypeError:
-            return _fail(f"ETC_NODES='{os.environ['ETC_NODES']}' is not a node count "
+            return fail(f"ETC_NODES='{os.environ['ETC_NODES']}' is not a node count "
                          f"(1 to {MAX_NODES}, or auto)")
     if nodes == "auto":  # as the runtime decides it (core/cpus.c)
         found = cpus.auto_nodes(os.environ)
@@ -117,11 +130,11 @@ def _body(argv: list[str]) -> int:
     if nodes is not None and nodes > target.max_nodes:
         others = [t.name for t in toolchain.TARGETS.values() if t.max_nodes >= nodes]
         limit = "1 node" if target.max_nodes == 1 else f"at most {target.max_nodes} nodes"
-        return _fail(f"{opts.program} was built for the {target.name} target, which runs on "
+        return fail(f"{opts.program} was built for the {target.name} target, which runs on "
                      f"{limit}, not {nodes} (rebuild it with etcc -target "
                      f"{_either(others)})")
     if opts.lb is not None and opts.lb not in toolchain.BALANCERS:
-        return _fail(f"unknown load balancer '{opts.lb}' (valid: "
+        return fail(f"unknown load balancer '{opts.lb}' (valid: "
                      f"{', '.join(toolchain.BALANCERS)})")
     env_lb = os.environ.get("ETC_LB")
     if target.launcher and opts.lb is None and env_lb and env_lb not in toolchain.BALANCERS:
@@ -131,10 +144,19 @@ def _body(argv: list[str]) -> int:
         return 2
     if (opts.prof or opts.prof_out) and not info.prof:
         what = "--prof" if opts.prof else "--prof-out"
-        return _fail(f"{what}: {opts.program} was not built with -prof (etcc -prof ...)")
+        return fail(f"{what}: {opts.program} was not built with -prof (etcc -prof ...)")
+    if opts.trace and not info.trace:
+        return fail(f"--trace: {opts.program} was not built with -trace (etcc -trace ...)")
+    if opts.trace_limit is not None and not opts.trace:
+        return fail("--trace-limit needs --trace FILE.json")
+    if opts.trace:
+        out = Path(opts.trace)
+        if out.is_dir() or not out.resolve().parent.is_dir():
+            return fail(f"--trace: cannot write {opts.trace}: "
+                         f"{'a directory' if out.is_dir() else 'no such directory'}")
     if opts.hosts and not target.hosts:
         needs = " or ".join(t.name for t in toolchain.TARGETS.values() if t.hosts)
-        return _fail(f"--hosts needs a {needs} program; {opts.program} was built for "
+        return fail(f"--hosts needs a {needs} program; {opts.program} was built for "
                      f"{info.target}")
     env = dict(os.environ)
     if opts.lb:
@@ -148,6 +170,9 @@ def _body(argv: list[str]) -> int:
         sys.stderr.write(f"etcrun: {nodes} node{'s' if nodes != 1 else ''}\n" if nodes else
                          f"etcrun: as many nodes as CPUs the program may use "
                          f"({cpus.usable_cpus(os.environ)})\n")
+    if opts.trace:
+        from etcpre.cli import traced_run  # only traced runs pay for its imports
+        return traced_run.run(opts, prog, target, nodes, env)
     if target.launcher:
         # only the runs of such a target need its launcher
         launcher = importlib.import_module(f"etcpre.launch.{target.launcher}")
@@ -160,7 +185,7 @@ def _body(argv: list[str]) -> int:
     try:
         os.execve(path, [opts.program, *opts.args], env)
     except OSError as exc:
-        return _fail(f"{opts.program}: cannot run: {exc.strerror}", 126)
+        return fail(f"{opts.program}: cannot run: {exc.strerror}", 126)
     return 0  # not reached
 
 

@@ -77,6 +77,9 @@ void etc_lb_keep(etc_tok tok)
 void etc_lb_keep_local(etc_tok tok)
 {
     HAND_OFF_TOKEN();
+#ifdef ETC_TRACE
+    etc_trace_pending = tok.trace_eid; /* the token keeps the TOKEN that made it */
+#endif
     etc_tq_push_tail(tok.fn, tok.pp, tok.size);
     etc_rts.tq.buf[(etc_rts.tq.tail - 1) & etc_rts.tq.mask].remote = tok.remote;
 }
@@ -189,6 +192,9 @@ void etc_lb_send(int dest, int type, const void *body, size_t len)
     if (type < ETC_LB_MSG || type >= ETC_LB_MSG + ETC_LB_MSG_COUNT)
         etc_fatal("balancer %s sent a message of type %d, outside its types",
                   etc_rts.priv->lb->name, type);
+#ifdef ETC_TRACE
+    etc_trace_lb_sent();
+#endif
     etc_send(dest, type, body, len, NULL, 0);
 }
 
@@ -293,6 +299,9 @@ void etc_lb_send_token(int dest, etc_tok tok, int origin, int hops, int reply)
     };
     ETC_PROF_ADD(tokens_sent, 1);
     ETC_PROF_ADD(own_tokens_sent, !tok.remote);
+#ifdef ETC_TRACE
+    etc_trace_token_sent(&tok, dest);
+#endif
     etc_send(dest, ETC_M_TOKEN, &h, sizeof h, tok.pp, tok.size);
     etc_block_free(tok.pp, tok.size);
 }
@@ -306,8 +315,12 @@ void etc_balance_token_message(int src, int type, const void *body, size_t len)
     memcpy(&h, body, sizeof h);
     if (h.size != len - sizeof h)
         etc_fatal("malformed token message (%zu bytes) from node %d", len, src);
-    etc_tok tok = {(etc_thread)(uintptr_t)h.fn, etc_frame_alloc(h.size), h.size, 1};
+    etc_tok tok = {.fn = (etc_thread)(uintptr_t)h.fn, .pp = etc_frame_alloc(h.size),
+                   .size = h.size, .remote = 1};
     memcpy(tok.pp, (const char *)body + sizeof h, h.size);
+#ifdef ETC_TRACE
+    etc_trace_token_received(&tok, src);
+#endif
     ETC_PROF_ADD(tokens_received, 1);
     /* Appendix C: an extra token reaches a node that already has work (it
      * measures how well the location policy picks idle nodes). */
@@ -330,6 +343,10 @@ void etc_balance_message(int src, int type, const void *body, size_t len)
     if (!lb->message)
         etc_lb_bad_message(src, type, len);
     NO_TOKEN_IN_HAND();
+#ifdef ETC_TRACE /* a balancer message handled is balancer activity */
+    ETC_TRACE_LB(2, (etc_trace_lb_sent(), lb->message(src, type, body, len)));
+#else
     lb->message(src, type, body, len);
+#endif
     NO_TOKEN_IN_HAND();
 }

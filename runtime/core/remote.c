@@ -78,6 +78,8 @@ void etc_send(int dest, int type, const void *a, size_t alen, const void *b, siz
     }
 #ifdef ETC_CHECK
     etc_check_send(dest, type, a, alen, b, blen);
+#elif defined(ETC_TRACE)
+    etc_trace_send(dest, type, a, alen, b, blen);
 #else
     etc_net_send(dest, type, a, alen, b, blen);
 #endif
@@ -312,6 +314,17 @@ static void handle_waiting(int src, int type, const void *body, size_t len)
     etc_waiting_message(src, body, len);
 }
 
+static void handle_trace_clock(int src, int type, const void *body, size_t len)
+{
+#ifdef ETC_TRACE
+    (void)type;
+    etc_trace_clock_message(src, body, len);
+#else
+    (void)body;
+    bad_message(src, type, len); /* only the tracing build sends it */
+#endif
+}
+
 /* The handler table (docs/protocols.md, M1): every message type, its handler,
  * and whether it carries work -- whether it may make its receiver busy, so
  * that termination detection counts it sent and received (W1). */
@@ -331,6 +344,7 @@ static const handler_entry handlers[ETC_NET_TYPES] = {
     [ETC_M_TERM_EXIT] = {etc_term_message, 0},
     [ETC_M_PROF] = {handle_prof, 0},
     [ETC_M_WAITING] = {handle_waiting, 0},
+    [ETC_M_TRACE_CLOCK] = {handle_trace_clock, 0},
     [ETC_LB_MSG ... ETC_LB_MSG + ETC_LB_MSG_COUNT - 1] = {etc_balance_message, 0},
 };
 
@@ -350,11 +364,18 @@ void etc_deliver(int src, int type, const void *body, size_t len)
     etc_origin outer;
     etc_check_receive(&outer, &body, &len, src, type);
 #endif
+#ifdef ETC_TRACE
+    etc_trace_msg trace_outer; /* the handler acts for the thread that sent it */
+    etc_trace_receive(&trace_outer, &body, &len, src, type);
+#endif
     ETC_PART_BEGIN(etc_prof_part_of_message(type));
     if (h->work)
         etc_term_work_received(); /* W1 */
     h->fn(src, type, body, len);
     ETC_PART_END();
+#ifdef ETC_TRACE
+    etc_trace_received(&trace_outer, src, type);
+#endif
 #ifdef ETC_CHECK
     etc_check_received(&outer);
 #endif

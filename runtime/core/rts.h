@@ -37,6 +37,7 @@ enum etc_msg_type {
     ETC_M_TERM_EXIT,  /* detector -> node: the run is over */
     ETC_M_PROF,       /* node -> node 0: profile counters at the end */
     ETC_M_WAITING,    /* node -> node 0: activations still alive at the end */
+    ETC_M_TRACE_CLOCK, /* -trace: node 0 <-> node: clock offsets at the end (trace.c) */
     ETC_M_TYPES = ETC_NET_TYPES
 };
 _Static_assert(ETC_LB_MSG + ETC_LB_MSG_COUNT == ETC_NET_TYPES,
@@ -192,6 +193,39 @@ const char *etc_run_nodes(char *buf, size_t cap);
 void etc_alloc_init(void); /* also etc_xmalloc, etc_xrealloc (net/net.h) */
 void etc_tq_push_head(etc_tok t);
 int etc_tq_pop_head(etc_tok *out);
+
+#ifdef ETC_TRACE
+/* trace.c: the tracing build (etc.h declares what generated code calls) */
+typedef struct etc_trace_span {
+    uint64_t t0, activity;
+} etc_trace_span;
+typedef struct etc_trace_msg {
+    uint64_t cause, eid, t0;
+} etc_trace_msg;
+void etc_trace_start(void);
+void etc_trace_finish(void);
+uint64_t etc_trace_idle_begin(void);
+void etc_trace_idle_end(uint64_t t0, uint64_t tokens_before);
+uint64_t etc_trace_tokens_in(void);
+void etc_trace_lb_begin(etc_trace_span *s);
+void etc_trace_lb_end(const etc_trace_span *s, int what);
+void etc_trace_lb_sent(void);
+void etc_trace_token_sent(const etc_tok *tok, int dest);
+void etc_trace_token_received(etc_tok *tok, int src);
+void etc_trace_send(int dest, int type, const void *a, size_t alen, const void *b, size_t blen);
+void etc_trace_receive(etc_trace_msg *outer, const void **body, size_t *len, int src, int type);
+void etc_trace_received(const etc_trace_msg *outer, int src, int type);
+void etc_trace_clock_message(int src, const void *body, size_t len);
+#define ETC_TRACE_LB(what, call)         \
+    do {                                 \
+        etc_trace_span trace_span_;      \
+        etc_trace_lb_begin(&trace_span_); \
+        call;                            \
+        etc_trace_lb_end(&trace_span_, (what)); \
+    } while (0)
+#else
+#define ETC_TRACE_LB(what, call) call
+#endif
 
 static inline int etc_work_here(void)
 {

@@ -19,7 +19,7 @@ __attribute__((weak)) const char etc_default_lb[] = "";
 
 #ifdef ETC_CHECK
 const char etc_abi_check = 1;
-#else
+#elif !defined(ETC_TRACE) /* the tracing build's is in trace.c */
 const char etc_abi_plain = 1;
 #endif
 
@@ -62,7 +62,7 @@ static inline void boundary(const boundary_state *b)
     }
     if (b->lb_boundary) {
         ETC_PART_SET(ETC_PART_LOAD_BALANCING);
-        b->lb_boundary();
+        ETC_TRACE_LB(1, b->lb_boundary());
         ETC_PART_SET(ETC_PART_APPLICATION);
     }
 }
@@ -87,7 +87,11 @@ void etc_call(etc_thread fn, void *pp)
 #ifdef ETC_CHECK
     etc_rts.running = fn;
 #endif
+#ifdef ETC_TRACE
+    etc_trace_run(fn, pp, etc_trace_cur | ETC_TRACE_CAUSE); /* started by the caller */
+#else
     fn(pp);
+#endif
 }
 
 static int spin_limit(void)
@@ -110,6 +114,9 @@ static int idle(int spins_max)
     double t0 = etc_time();
     int spins = 0, over = 0;
     uint64_t tokens_before = etc_rts.prof.tokens_received;
+#ifdef ETC_TRACE
+    uint64_t trace_t0 = etc_trace_idle_begin(), trace_tokens = etc_trace_tokens_in();
+#endif
     etc_term_enter_idle();
     for (;;) {
         int got = etc_net_poll();
@@ -119,7 +126,8 @@ static int idle(int spins_max)
             over = 1;
             break;
         }
-        double wait = etc_balance_idle();
+        double wait;
+        ETC_TRACE_LB(0, wait = etc_balance_idle());
         etc_term_idle_step();
         etc_net_flush();
         if (p->term.over) {
@@ -144,6 +152,9 @@ static int idle(int spins_max)
         spins = spins_max / 2;
     }
     etc_term_leave_idle();
+#ifdef ETC_TRACE
+    etc_trace_idle_end(trace_t0, trace_tokens);
+#endif
 #ifdef ETC_PROF
     /* every idle period counts, the last one too (a node that never gets work is
      * idle the whole run); it was a balancer's if a token ended it */
@@ -186,13 +197,21 @@ static inline __attribute__((always_inline)) void run_loop(int kind, const bound
 #ifdef ETC_CHECK
             etc_rts.running = c.ip; /* every message's origin names it */
 #endif
+#ifdef ETC_TRACE
+            etc_trace_run(c.ip, c.fp, c.trace_eid);
+#else
             c.ip(c.fp);
+#endif
         } else if (tq->head != tq->tail) {
             etc_tok t = tq->buf[--tq->tail & tq->mask];
 #ifdef ETC_CHECK
             etc_rts.running = t.fn;
 #endif
+#ifdef ETC_TRACE
+            etc_trace_run(t.fn, t.pp, t.trace_eid);
+#else
             t.fn(t.pp);
+#endif
         } else if (idle(spins_max)) {
             return;
         } else {
@@ -280,6 +299,9 @@ int main(int argc, char **argv)
     etc_balance_init(*lb ? lb : (n == 1 ? "nop" : "spn"));
     ETC_PART_SET(ETC_PART_APPLICATION);
     node_private.start_time = etc_time();
+#ifdef ETC_TRACE
+    etc_trace_start();
+#endif
     etc_prof_start();
     if (id == 0)
         etc_user_main(argc, argv);
@@ -289,6 +311,9 @@ int main(int argc, char **argv)
     etc_rts.prof.elapsed = end - node_private.start_time;
     int deadlock = etc_waiting_report();
     etc_prof_finish();
+#ifdef ETC_TRACE
+    etc_trace_finish();
+#endif
     if (deadlock)
         etc_net_abort(); /* reported: the run ends with status 1 */
     etc_net_finish();

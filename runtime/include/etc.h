@@ -9,8 +9,9 @@
  *
  * Builds: ETC_CHECK (etcc -g) turns silent misuse into `etc: error:` reports
  * that name the threaded function and the .tc line; ETC_PROF (etcc -prof)
- * counts what appendix C of the thesis counts. Without them neither costs
- * anything. Generated code and the library must be built alike; the
+ * counts what appendix C of the thesis counts; ETC_TRACE (etcc -trace) records
+ * every thread run and what enabled it (core/trace.c, docs/tracing.md). Without
+ * them none costs anything. Generated code and the library must be built alike; the
  * etc_abi_* symbol referenced below makes a mismatch a link error.
  */
 #ifndef ETC_H_INCLUDED
@@ -45,6 +46,9 @@ typedef struct etc_slot {
 #ifdef ETC_CHECK
     const char *init_file; /* the INIT_SYNC that armed it, for the deadlock report */
     int init_line;
+#endif
+#ifdef ETC_TRACE
+    uint64_t trace_eid; /* the enabling event its signals since the last fire feed (0: none) */
 #endif
 } etc_slot;
 
@@ -158,6 +162,9 @@ typedef struct etc_closure {
 #ifdef ETC_CHECK
     int framed; /* fp is an activation frame (not a parameter frame) */
 #endif
+#ifdef ETC_TRACE
+    uint64_t trace_eid; /* the event that enabled it (core/trace.c) */
+#endif
 } etc_closure;
 
 /* Ready queue: FIFO of enabled threads, a growable ring of closures (so there
@@ -173,6 +180,9 @@ typedef struct etc_tok {
     void *pp;
     uint32_t size;
     uint32_t remote; /* arrived from another node (profiling counts it apart) */
+#ifdef ETC_TRACE
+    uint64_t trace_eid; /* the TOKEN that made it (core/trace.c); it travels with it */
+#endif
 } etc_tok;
 
 /* Token deque (thesis 2.3.2): local work LIFO at the tail, remote requests
@@ -282,9 +292,37 @@ extern int etc_check_line;
 #define ETC_AT(file, line) ((void)(etc_check_file = (file), etc_check_line = (line)))
 extern const char etc_abi_check;
 #define ETC_ABI_SYMBOL etc_abi_check
+#elif defined(ETC_TRACE)
+extern const char etc_abi_trace;
+#define ETC_ABI_SYMBOL etc_abi_trace
 #else
 extern const char etc_abi_plain;
 #define ETC_ABI_SYMBOL etc_abi_plain
+#endif
+
+#ifdef ETC_TRACE
+/* The tracing build (core/trace.c, docs/tracing.md). Every thread run gets an id.
+ * A slot's firing is an event with an id of its own, which every signal feeds
+ * with an edge from the thread that sent it (etc_trace_cur; a handler runs on
+ * behalf of the thread that sent its message); what one thread alone starts
+ * (INVOKE, TOKEN, CALL, SPAWN, RETURN) is named by that thread's id with
+ * ETC_TRACE_CAUSE set, and costs no record. A closure or token carries either to
+ * the run it starts. */
+#define ETC_TRACE_CAUSE ((uint64_t)1 << 63)
+extern uint64_t etc_trace_cur;     /* the thread running (or sending), 0: none */
+extern uint64_t etc_trace_pending; /* what the next push takes, 0: etc_trace_cur */
+void etc_trace_signal(etc_slot *s);
+void etc_trace_frame(void *fp);
+void etc_trace_run(etc_thread ip, void *fp, uint64_t eid);
+static inline uint64_t etc_trace_take(void)
+{
+    uint64_t e = etc_trace_pending;
+    if (e) {
+        etc_trace_pending = 0;
+        return e;
+    }
+    return etc_trace_cur | ETC_TRACE_CAUSE;
+}
 #endif
 /* Referenced from every translation unit that includes etc.h, so that objects
  * built with and without ETC_CHECK cannot be linked together by accident. */
@@ -335,7 +373,12 @@ void etc_frame_check_init(void *fp, const char *fname, int nslots);
     ((__typeof__(g))etc_check_deref((const void *)(g), (fname), (file), (line)))
 #else
 #define ETC_FRAME_HEADER
+#ifdef ETC_TRACE
+/* thread 0 made its activation frame: the trace names the activation by it */
+#define etc_frame_check_init(fp, fname, nslots) etc_trace_frame(fp)
+#else
 #define etc_frame_check_init(fp, fname, nslots) ((void)0)
+#endif
 #define ETC_SLOT(fp, index, nslots, fname, file, line) (&(fp)->_slots[(index)])
 #define ETC_DEREF(g, fname, file, line) ETC_TO_LOCAL(g)
 #endif
@@ -393,6 +436,9 @@ static inline void etc_rq_push(etc_thread ip, void *fp, int framed)
 #else
     (void)framed;
 #endif
+#ifdef ETC_TRACE
+    c->trace_eid = etc_trace_take();
+#endif
 }
 
 static inline void etc_tq_push_tail(etc_thread fn, void *pp, size_t size)
@@ -405,6 +451,9 @@ static inline void etc_tq_push_tail(etc_thread fn, void *pp, size_t size)
     t->pp = pp;
     t->size = (uint32_t)size;
     t->remote = 0;
+#ifdef ETC_TRACE
+    t->trace_eid = etc_trace_take();
+#endif
 }
 
 static inline void etc_spawn(etc_thread ip, void *fp)
@@ -481,6 +530,9 @@ static inline void etc_return(etc_ret r)
 #ifdef ETC_CHECK
         c->framed = 1;
 #endif
+#ifdef ETC_TRACE
+        c->trace_eid = etc_trace_take();
+#endif
     }
 }
 
@@ -496,6 +548,9 @@ static inline void etc_init_sync(etc_slot *s, int cnt, int rst, etc_thread ip, v
     s->rst = rst;
     s->ip = ip;
     s->fp = fp;
+#ifdef ETC_TRACE
+    s->trace_eid = 0;
+#endif
 }
 
 #ifdef ETC_CHECK
@@ -514,17 +569,27 @@ static inline void etc_init_sync_at(etc_slot *s, int cnt, int rst, etc_thread ip
 static inline void etc_fire(etc_slot *s)
 {
     s->cnt = s->rst;
+#ifdef ETC_TRACE
+    etc_trace_pending = s->trace_eid;
+    s->trace_eid = 0;
+#endif
     etc_rq_push(s->ip, s->fp, 1);
 }
 
 static inline void etc_sync_local(etc_slot *s)
 {
+#ifdef ETC_TRACE
+    etc_trace_signal(s);
+#endif
     if (--s->cnt == 0)
         etc_fire(s);
 }
 
 static inline void etc_incr_sync_local(etc_slot *s, int v)
 {
+#ifdef ETC_TRACE
+    etc_trace_signal(s);
+#endif
     s->cnt += v;
     if (s->cnt == 0)
         etc_fire(s);

@@ -142,11 +142,16 @@ void etc_net_fatal_signal(void);
 #else
 #define ETC_MARKER_CHECK "0"
 #endif
+#ifdef ETC_TRACE
+#define ETC_MARKER_TRACE "1"
+#else
+#define ETC_MARKER_TRACE "0"
+#endif
 #define ETC_NET_LAYER(name)                                                               \
     const char etc_net_name[] = name;                                                     \
     __attribute__((used)) static const char etc_program_marker[] =                        \
         "@(#)etc-program target=" name " prof=" ETC_MARKER_PROF " check=" ETC_MARKER_CHECK \
-        " abi=1"
+        " trace=" ETC_MARKER_TRACE " abi=1"
 
 /* ================================================= what the core offers layers
  *

@@ -95,11 +95,13 @@ def test_hand_translated_fib_smp(tmp_path: Path, nodes: int) -> None:
 @pytest.mark.parametrize("cc", COMPILERS)
 def test_runtime_sources_compile_warning_free(tmp_path: Path, cc: str) -> None:
     # with the runtime Makefile, so that each layer is compiled as it is built (its
-    # layer.mk's compiler and flags): the normal variant, and every define at once
+    # layer.mk's compiler and flags): the normal variant, every define at once, and
+    # the tracing build (a build of its own)
     if shutil.which(cc) is None:
         pytest.skip(f"{cc} is not installed (.ci/run installs clang)")
     for build, extra in ((tmp_path / "plain", ["VARIANTS=plain"]),
-                         (tmp_path / "all", ["VARIANTS=check_prof", "DEBUG=1"])):
+                         (tmp_path / "all", ["VARIANTS=check_prof", "DEBUG=1"]),
+                         (tmp_path / "trace", ["VARIANTS=trace", "DEBUG=1"])):
         proc = subprocess.run(["make", "-C", str(ROOT / "runtime"), "-j2", f"BUILD={build}",
                                f"CC={cc}", "WERROR=1", *extra], capture_output=True,
                               text=True, check=False)
