@@ -41,6 +41,7 @@ from pathlib import Path
 WIRE_VERSION = 2  # runtime/net/tcp/tcp.c says the same (a test keeps them equal)
 LOCAL_NAMES = {"localhost", "127.0.0.1", "::1", "ip6-localhost"}
 STOP_GRACE = 2.0
+WHERE_WAIT = 0.3  # L7: how long the nodes have to say what they run (each waits 50 ms)
 SUSPECT_GRACE = 1.0  # how long a lost node's own exit status may take to say why
 HELLO_GRACE = 10.0  # L1: a connection's time to say HELLO (hundreds of nodes start at once)
 LOG_BURST, LOG_WINDOW = 5, 10.0  # closed connections logged one by one per window (T8)
@@ -70,6 +71,7 @@ class Node:
     said_lost: int | None = None  # reported that node K vanished, then exits with 1
     suspect_since: float | None = None  # another node lost it: wait a moment for why
     exited: int | None = None
+    ran: str | None = None  # what it was running when the run was interrupted (L7)
     line: bytearray = field(default_factory=bytearray)
     out: dict[str, bytearray] = field(default_factory=lambda: {"out": bytearray(),
                                                                 "err": bytearray()})
@@ -318,7 +320,7 @@ class Launcher:
         while b"\n" in node.line:
             raw, _, rest = bytes(node.line).partition(b"\n")
             node.line = bytearray(rest)
-            self.message(node, raw.decode(errors="replace").split())
+            self.message(node, raw.decode(errors="replace"))
 
     def reject(self, conn: socket.socket, peer: object, why: str) -> None:
         self.log_rejected(f"from {peer}: {why}")
@@ -371,10 +373,13 @@ class Launcher:
         node.fingerprint = (parts[6], parts[7])
         node.line = bytearray(rest)
 
-    def message(self, node: Node, words: list[str]) -> None:
+    def message(self, node: Node, line: str) -> None:
+        words = line.split()
         if not words:
             return
-        if words[0] == "READY":
+        if words[0] == "RAN":
+            node.ran = line.partition(" ")[2].strip()
+        elif words[0] == "READY":
             node.ready = True
         elif words[0] == "FINISHED":
             node.finished = True
@@ -546,13 +551,23 @@ class Launcher:
                 self.listen.close()
         if self.interrupted:
             name = signal.Signals(self.interrupted).name
+            ran = describe_ran([nd.ran for nd in self.nodes])
             self.say(f"etc: interrupted ({name}): stopped all {self.n} node"
-                     f"{'s' if self.n != 1 else ''}")
+                     f"{'s' if self.n != 1 else ''}{'; ' + ran if ran else ''}")
             return 128 + self.interrupted
         return self.status
 
     def _signal(self, signum: int, frame: object) -> None:
         self.interrupted = signum
+
+    def ask_where(self) -> None:
+        """L7: each running node says what it runs, to name a thread that never ends."""
+        self.send_all("WHERE\n")
+        deadline = time.monotonic() + WHERE_WAIT
+        while time.monotonic() < deadline and \
+                any(nd.ran is None and nd.conn is not None and nd.exited is None
+                    for nd in self.nodes):
+            self.pump(0.01)
 
     def stop(self) -> None:
         """Stops whatever still runs, reaps every process, relays the last output.
@@ -560,6 +575,8 @@ class Launcher:
         control connection closes, even in the middle of a long thread, also on a
         remote host where the launcher can only end the ssh client."""
         try:
+            if self.interrupted and self.error is None and self.phase == "run":
+                self.ask_where()
             if self.error is not None or self.interrupted:
                 self.send_all("KILL\n")
             deadline = time.monotonic() + STOP_GRACE
@@ -594,6 +611,22 @@ class Launcher:
         for conn in list(self.pending):
             conn.close()
         self.log_rejected("")
+
+
+def describe_ran(ran: list[str | None]) -> str:
+    """'nodes 0-2 were in thread 0 of 'spin' (x.tc:7); node 3 was idle' (as the smp
+    supervisor says it, core/functions.c); nodes that did not say are left out."""
+    parts = []
+    k = 0
+    while k < len(ran):
+        last = k
+        while last + 1 < len(ran) and ran[last + 1] == ran[k]:
+            last += 1
+        if ran[k] is not None:
+            parts.append(f"node {k} was {ran[k]}" if last == k else
+                         f"nodes {k}-{last} were {ran[k]}")
+        k = last + 1
+    return "; ".join(parts)
 
 
 def _tune(conn: socket.socket) -> None:

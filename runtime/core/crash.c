@@ -21,6 +21,7 @@
  *
  * The handlers run on an alternate stack, so a stack overflow is reported too.
  */
+#include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -228,13 +229,17 @@ static void on_interrupt(int sig, siginfo_t *si, void *uc)
 }
 
 /* SIGURG (the smp supervisor, or the tcp layer asked by its launcher): say which
- * thread this node is in. */
+ * thread this node is in; and the layer may move on output a long thread left
+ * waiting (tcp's watcher nudges it so). */
 static void on_asked(int sig, siginfo_t *si, void *uc)
 {
     (void)sig;
     (void)si;
     (void)uc;
+    int saved = errno;
     etc_rts.running = etc_thread_busy_with();
+    etc_net_urged();
+    errno = saved;
 }
 
 static void install(int sig, void (*handler)(int, siginfo_t *, void *), struct sigaction *old)
@@ -242,7 +247,8 @@ static void install(int sig, void (*handler)(int, siginfo_t *, void *), struct s
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_sigaction = handler;
-    sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
+    /* SA_RESTART: a nudge (SIGURG) must not fail the program's own read() */
+    sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_RESTART;
     sigemptyset(&sa.sa_mask);
     for (size_t i = 0; i < NINTERRUPT; i++)
         sigaddset(&sa.sa_mask, INTERRUPTS[i]);

@@ -130,6 +130,12 @@ void etc_net_abort(void) __attribute__((noreturn));
  * (core/crash.c): the layer must not report it again. Async-signal-safe. */
 void etc_net_fatal_signal(void);
 
+/* SIGURG arrived on the node's own thread (core/crash.c's handler), possibly in
+ * the middle of a long thread: a layer whose output waits for the node's next
+ * call (tcp, T6) may move it on here, unless the node is inside the layer.
+ * Async-signal-safe. */
+void etc_net_urged(void);
+
 /* Every layer names itself once with this: its name, and the marker by which
  * etcrun recognises a program, its target and its build. */
 #ifdef ETC_PROF

@@ -448,6 +448,12 @@ void etc_net_fatal_signal(void)
     mpi.running = 0; /* the signal ends the process; the MPI launcher ends the others */
 }
 
+/* MPI may not be called from a signal handler: output a long thread left
+ * waits for its end (P4) */
+void etc_net_urged(void)
+{
+}
+
 /* P7: exit() in a node while the run goes on ends the run, saying so. */
 static void on_exit_check(int status, void *arg)
 {

@@ -87,3 +87,8 @@ void etc_net_abort(void)
 void etc_net_fatal_signal(void)
 {
 }
+
+/* one node: nothing to send */
+void etc_net_urged(void)
+{
+}

@@ -61,6 +61,7 @@ ETC_NET_LAYER("tcp");
 #define READ_CHUNK (16u << 10)   /* T6: what a poll reads of a peer at once (or a frame's rest) */
 #define NET_BYE 0xFFFFu          /* T4: "I am done": the EOF that follows is no loss */
 #define POLL_INTERVAL 20e-6      /* F4: at thread boundaries, poll at most this often */
+#define NUDGE_LOOK 10e-3         /* T6: how often the watcher looks for output a long thread holds */
 #define STRANGER_SECONDS 2.0     /* T8: an unidentified connection's deadline after start-up */
 #define HANDSHAKE_SECONDS 5.0    /* T2: during start-up (a loaded host may be slow to send) */
 #define MAX_STRANGERS 256        /* unidentified connections held at once; then the oldest go */
@@ -106,6 +107,9 @@ static struct {
     unsigned char secret[SECRET_BYTES];
     etc_coalesce out; /* per peer: frames not yet written */
     _Atomic int finishing; /* also read by the launcher-watching thread */
+    pthread_t main_thread; /* the node's own: the watcher asks it where it is (L7) */
+    volatile sig_atomic_t in_layer; /* the node's own thread is in here (T6's nudge) */
+    _Atomic unsigned long flushes;  /* flush_all calls, for the watcher (T6) */
     int polling;
     etc_gate gate;    /* polling at thread boundaries */
 } tcp;
@@ -350,6 +354,39 @@ static size_t write_peer(void *ctx, int k, const unsigned char *p, size_t n)
 static void flush_all(void)
 {
     etc_coalesce_flush_all(&tcp.out);
+    atomic_store_explicit(&tcp.flushes, tcp.flushes + 1, memory_order_relaxed);
+}
+
+/* The node's own thread is inside the layer, its buffers maybe half-written:
+ * a nudge (etc_net_urged) must not flush then. Entries nest (a handler run by
+ * a poll sends). The fences keep the compiler from moving buffer work past the
+ * flag; the signal handler runs on this same thread, so no CPU fence is needed. */
+#define LAYER_ENTER()                                                                   \
+    sig_atomic_t layer_was = tcp.in_layer;                                              \
+    tcp.in_layer = 1;                                                                   \
+    atomic_signal_fence(memory_order_seq_cst)
+#define LAYER_LEAVE()                                                                   \
+    atomic_signal_fence(memory_order_seq_cst);                                          \
+    tcp.in_layer = layer_was
+
+/* T6: output a thread sent within the poll interval of the last flush waits for
+ * a boundary; a long thread's would wait for its end (a signal sent, then an hour
+ * of computing, and the receiver idle for that hour). The watcher thread, seeing
+ * output pending across two of its looks (10-20 ms) with no flush between them,
+ * sends the node's own thread SIGURG; core/crash.c's handler calls this. */
+void etc_net_urged(void)
+{
+    if (tcp.n > 1 && tcp.peers && !tcp.in_layer && !tcp.finishing)
+        flush_all();
+}
+
+static void nudge_if_stuck(void)
+{
+    static unsigned long seen = ~0UL; /* the watcher's own */
+    unsigned long now = atomic_load_explicit(&tcp.flushes, memory_order_relaxed);
+    if (__atomic_load_n(&tcp.out.pending, __ATOMIC_RELAXED) && now == seen && !tcp.finishing)
+        pthread_kill(tcp.main_thread, SIGURG);
+    seen = now;
 }
 
 /* ---------------------------------------------------------------- sending */
@@ -402,15 +439,18 @@ void etc_net_send(int dest, int type, const void *a, size_t alen, const void *b,
     peer *p = &tcp.peers[dest];
     if (p->bye || p->closed)
         return; /* it finished: only balancer chatter can still be addressed to it */
+    LAYER_ENTER();
     size_t len = alen + blen;
-    if (len >= DIRECT_AT && len <= MAX_MESSAGE && send_direct(dest, type, a, alen, b, blen))
-        return;
-    etc_coalesce_send(&tcp.out, dest, type, a, alen, b, blen);
+    if (!(len >= DIRECT_AT && len <= MAX_MESSAGE && send_direct(dest, type, a, alen, b, blen)))
+        etc_coalesce_send(&tcp.out, dest, type, a, alen, b, blen);
+    LAYER_LEAVE();
 }
 
 void etc_net_flush(void)
 {
+    LAYER_ENTER();
     flush_all();
+    LAYER_LEAVE();
 }
 
 size_t etc_net_max_message(void)
@@ -671,6 +711,26 @@ static void __attribute__((noreturn)) lost_launcher(int err)
     _exit(1);
 }
 
+/* L7: the launcher, interrupted, asks what this node is running, to name it.
+ * The node's own thread answers SIGURG by writing it to etc_rts.running
+ * (core/crash.c); a node that does not answer within 50 ms is not named. */
+static void tell_where(void)
+{
+    volatile etc_thread *running = &etc_rts.running;
+    *running = ETC_RUNNING_UNKNOWN;
+    if (pthread_kill(tcp.main_thread, SIGURG) != 0)
+        return;
+    struct timespec ms = {0, 1000 * 1000};
+    for (int i = 0; i < 50 && *running == ETC_RUNNING_UNKNOWN; i++)
+        nanosleep(&ms, NULL);
+    etc_thread ran = *running;
+    if (ran == ETC_RUNNING_UNKNOWN)
+        return;
+    char what[320];
+    etc_describe_running(ran, what, sizeof what);
+    ctl_send("RAN %s\n", what);
+}
+
 /* After start-up a thread of its own listens to the launcher, so that a node in
  * a long computation (which polls nothing) still ends at once when the launcher
  * says KILL or goes away: that is how no node outlives a failed run, on any host
@@ -682,7 +742,9 @@ static void *watch_launcher(void *arg)
     char line[64];
     size_t k = 0;
     for (;;) {
-        if (!(strangers_round(tcp.ctl, -1.0, 0) & (POLLIN | POLLHUP | POLLERR)))
+        short ctl = strangers_round(tcp.ctl, NUDGE_LOOK, 0);
+        nudge_if_stuck();
+        if (!(ctl & (POLLIN | POLLHUP | POLLERR)))
             continue;
         char buf[256];
         ssize_t r = read(tcp.ctl, buf, sizeof buf);
@@ -700,6 +762,8 @@ static void *watch_launcher(void *arg)
             k = 0;
             if (strcmp(line, "KILL") == 0 && !tcp.finishing)
                 _exit(1); /* the launcher has reported why */
+            if (strcmp(line, "WHERE") == 0 && !tcp.finishing)
+                tell_where();
         }
     }
 }
@@ -746,11 +810,13 @@ int etc_net_poll(void)
 {
     if (tcp.n == 1 || tcp.polling)
         return 0;
+    LAYER_ENTER();
     tcp.polling = 1;
     flush_all();
     int count = poll_now(0);
     flush_all();
     tcp.polling = 0;
+    LAYER_LEAVE();
     return count;
 }
 
@@ -776,11 +842,13 @@ void etc_net_wait(double seconds)
 {
     if (tcp.n == 1 || tcp.polling)
         return; /* N5: not from inside a handler */
+    LAYER_ENTER();
     flush_all();
     int ms = seconds < 0 ? -1 : (int)(seconds * 1000.0 + 0.999);
     tcp.polling = 1;
     poll_now(ms);
     tcp.polling = 0;
+    LAYER_LEAVE();
 }
 
 /* ---------------------------------------------------------------- the end */
@@ -789,6 +857,7 @@ void etc_net_wait(double seconds)
 void etc_net_finish(void)
 {
     fflush(stdout);
+    tcp.in_layer = 1; /* for good */
     tcp.finishing = 1;
     closed_log_flush(1); /* T8: what the last window did not log one by one */
     fflush(stderr);
@@ -1099,6 +1168,7 @@ void etc_net_start(int want, int *node_id, int *num_nodes)
     if (got < 0 || strcmp(line, "GO") != 0)
         quit_quietly(1); /* KILL: the launcher has reported why */
     free(line);
+    tcp.main_thread = pthread_self();
     pthread_t watcher;
     if (pthread_create(&watcher, NULL, watch_launcher, NULL) != 0)
         die_startup("cannot start the thread that watches the launcher");
