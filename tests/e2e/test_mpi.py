@@ -203,8 +203,8 @@ def test_under_mpich(tmp_path: Path) -> None:
     # program linked with it and started with ETC_MPIRUN=mpiexec.mpich
     absent = [t for t in MPICH if shutil.which(t) is None]
     if absent:
-        pytest.skip(f"MPICH is not installed ({', '.join(absent)} missing; CI installs only "
-                    "Open MPI, whose mpicc and mpirun MPICH's packages would take over)")
+        pytest.skip(f"MPICH is not installed ({', '.join(absent)} missing; .ci/run installs "
+                    "it beside Open MPI)")
     home = tmp_path / "home"
     (home / "build").mkdir(parents=True)
     (home / "runtime").symlink_to(ROOT / "runtime")
@@ -220,6 +220,14 @@ def test_under_mpich(tmp_path: Path) -> None:
     proc = run(prog, nodes=3, env={**env, "ETC_MPIRUN": MPICH[1]})
     assert proc.returncode == 0, proc.stderr
     check_sample("hello", 3, proc.stdout, causal=False)
+    # work that moves between ranks (tokens, remote syncs), on 1, 2 and 3 ranks
+    fib = tmp_path / "fib"
+    assert etcc("-O2", "-target", "mpi", str(SAMPLES / "fib.tc"), "-o", str(fib),
+                env=env).returncode == 0
+    for n in (1, 2, 3):
+        proc = run(fib, "18", nodes=n, env={**env, "ETC_MPIRUN": MPICH[1]})
+        assert proc.returncode == 0, proc.stderr
+        assert proc.stdout == "fib(18) = 2584\n", proc.stdout
 
 
 def test_tagged_output(build: Builder) -> None:
