@@ -31,6 +31,7 @@ $(GSTAMP): $(VENV)/bin/python $(GRAMMAR_SOURCES)
 $(STAMP): $(GSTAMP) pyproject.toml
 	@echo "pip install -e .[test] (log: $(VENV)/pip-etc.log)"
 	@$(PY) -m pip install -e '.[test]' > $(VENV)/pip-etc.log 2>&1 || { cat $(VENV)/pip-etc.log; exit 1; }
+	@$(PY) -m etcpre.cli.etcrun_fast --write-script $(VENV)/bin/etcrun
 	@touch $@
 
 runtime:

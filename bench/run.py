@@ -1,7 +1,7 @@
 """`make bench`: every benchmark, then bench/REPORT.md with tables and plots.
 
 Usage: python bench/run.py [--quick] [--only NAME ...]
-  NAME: translator operations fib mpi stencil threshold apps balancers; tcp (only the tcp
+  NAME: translator operations fib launcher mpi stencil threshold apps balancers; tcp (only the tcp
   part of operations)
 (mpi says it is skipped, and why, where the mpi target is not available)
 Every figure is a ratio against a baseline measured in the same run; the report says
@@ -22,6 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import apps  # noqa: E402
 import balancers  # noqa: E402
 import fib  # noqa: E402
+import launcher  # noqa: E402
 import mpi_target  # noqa: E402
 import operations  # noqa: E402
 import stencil  # noqa: E402
@@ -33,6 +34,7 @@ GROUPS = {
     "translator": translator.bench,
     "operations": operations.bench,
     "fib": fib.bench,
+    "launcher": launcher.bench,
     "mpi": mpi_target.bench,
     "stencil": stencil.bench,
     "threshold": threshold.bench,

@@ -1,0 +1,72 @@
+"""etcrun's start-up path (etcpre/cli/etcrun_fast.py): the common run of a seq or
+smp program is exec'd by a Python without site-packages, and behaves exactly as the
+full etcrun does; everything else reaches the full etcrun."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from etcpre import toolchain
+from etcpre.cli import common, etcrun_fast
+
+from support import BIN, ROOT, Builder
+
+FULL = [sys.executable, "-m", "etcpre.cli.etcrun_cmd"]
+
+
+def test_its_tables_are_the_target_tables() -> None:
+    assert etcrun_fast.MAX_NODES == common.MAX_NODES
+    assert etcrun_fast.SELF_STARTING == {t.name: t.max_nodes for t in toolchain.TARGETS.values()
+                                         if t.launcher is None}
+
+
+def test_the_installed_etcrun_runs_without_site_packages() -> None:
+    first = (BIN / "etcrun").read_text().splitlines()[0]
+    assert first.startswith("#!") and first.endswith(" -S"), first
+
+
+@pytest.mark.parametrize(("argv", "taken"), [
+    (["-n", "2", "./p", "x"], (2, "./p", ["x"])),
+    (["-n2", "p"], (2, "p", [])),
+    (["--nodes=3", "p", "-n", "4"], (3, "p", ["-n", "4"])),
+    (["--nodes", "65534", "p"], (65534, "p", [])),
+    (["p", "--lb", "x"], (None, "p", ["--lb", "x"])),
+    (["-n", "auto", "p"], None), (["-n", "0", "p"], None), (["-n", "02", "p"], None),
+    (["-n", "1_0", "p"], None), (["-n", "65535", "p"], None), (["-n", "٣", "p"], None),
+    (["--lb", "rand", "p"], None), (["-v", "p"], None), (["--", "p"], None),
+    (["-n", "2"], None), ([], None), (["--version"], None),
+])
+def test_which_command_lines_it_takes(argv: list[str],
+                                      taken: tuple[int | None, str, list[str]] | None) -> None:
+    assert etcrun_fast._split(argv) == taken
+
+
+def _run(cmd: list[str], env: dict[str, str], cwd: Path) -> tuple[int, list[str], str]:
+    """Status, stdout's lines in order (nodes' lines may come in any order), stderr."""
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=60, check=False,
+                          env=env, cwd=cwd)
+    return proc.returncode, sorted(proc.stdout.splitlines()), proc.stderr
+
+
+@pytest.mark.parametrize("target", ["seq", "smp"])
+def test_it_behaves_as_the_full_etcrun(build: Builder, tmp_path: Path, target: str) -> None:
+    prog = build("hello.tc", target=target)
+    local = tmp_path / "hello"
+    local.symlink_to(prog)
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env.pop("ETC_NODES", None)
+    cases: list[tuple[list[str], dict[str, str]]] = [
+        (["-n", "1", str(prog)], {}), (["-n", "2", str(prog)], {}),
+        (["hello"], {}), (["./hello"], {"ETC_NODES": "2"}), (["./hello"], {"ETC_NODES": "x"}),
+        (["-n", "3", "./hello"], {"ETC_NODES": "2"}), (["./missing"], {}),
+        ([str(tmp_path)], {}),
+    ]
+    for args, extra in cases:
+        fast = _run([str(BIN / "etcrun"), *args], {**env, **extra}, tmp_path)
+        full = _run([*FULL, *args], {**env, **extra}, tmp_path)
+        assert fast == full, (args, extra)
