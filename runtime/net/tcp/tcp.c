@@ -62,6 +62,7 @@ ETC_NET_LAYER("tcp");
 #define NET_BYE 0xFFFFu          /* T4: "I am done": the EOF that follows is no loss */
 #define POLL_INTERVAL 20e-6      /* F4: at thread boundaries, poll at most this often */
 #define NUDGE_LOOK 10e-3         /* T6: how often the watcher looks for output a long thread holds */
+#define NUDGE_LOOK_IDLE 0.2      /* ... and while the node sleeps */
 #define STRANGER_SECONDS 2.0     /* T8: an unidentified connection's deadline after start-up */
 #define HANDSHAKE_SECONDS 5.0    /* T2: during start-up (a loaded host may be slow to send) */
 #define MAX_STRANGERS 256        /* unidentified connections held at once; then the oldest go */
@@ -109,6 +110,7 @@ static struct {
     _Atomic int finishing; /* also read by the launcher-watching thread */
     pthread_t main_thread; /* the node's own: the watcher asks it where it is (L7) */
     volatile sig_atomic_t in_layer; /* the node's own thread is in here (T6's nudge) */
+    _Atomic int waiting;            /* ... and asleep in etc_net_wait, for the watcher */
     _Atomic unsigned long flushes;  /* flush_all calls, for the watcher (T6) */
     int polling;
     etc_gate gate;    /* polling at thread boundaries */
@@ -742,7 +744,10 @@ static void *watch_launcher(void *arg)
     char line[64];
     size_t k = 0;
     for (;;) {
-        short ctl = strangers_round(tcp.ctl, NUDGE_LOOK, 0);
+        /* an idle node has nothing pending: look less often (idle nodes must not
+         * take the CPU), at the cost of a later nudge after it wakes */
+        int idle = atomic_load_explicit(&tcp.waiting, memory_order_relaxed);
+        short ctl = strangers_round(tcp.ctl, idle ? NUDGE_LOOK_IDLE : NUDGE_LOOK, 0);
         nudge_if_stuck();
         if (!(ctl & (POLLIN | POLLHUP | POLLERR)))
             continue;
@@ -846,7 +851,9 @@ void etc_net_wait(double seconds)
     flush_all();
     int ms = seconds < 0 ? -1 : (int)(seconds * 1000.0 + 0.999);
     tcp.polling = 1;
+    atomic_store_explicit(&tcp.waiting, 1, memory_order_relaxed);
     poll_now(ms);
+    atomic_store_explicit(&tcp.waiting, 0, memory_order_relaxed);
     tcp.polling = 0;
     LAYER_LEAVE();
 }
