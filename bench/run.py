@@ -1,8 +1,8 @@
 """`make bench`: every benchmark, then bench/REPORT.md with tables and plots.
 
 Usage: python bench/run.py [--quick] [--only NAME ...]
-  NAME: translator operations fib launcher mpi stencil threshold apps balancers; tcp (only the tcp
-  part of operations)
+  NAME: translator operations fib launcher mpi stencil threshold apps balancers
+  sharing; tcp (only the tcp part of operations)
 (mpi says it is skipped, and why, where the mpi target is not available)
 Every figure is a ratio against a baseline measured in the same run; the report says
 for each what it is compared with. Results are also written to bench/out/results.json.
@@ -25,6 +25,7 @@ import fib  # noqa: E402
 import launcher  # noqa: E402
 import mpi_target  # noqa: E402
 import operations  # noqa: E402
+import sharing  # noqa: E402
 import stencil  # noqa: E402
 import threshold  # noqa: E402
 import translator  # noqa: E402
@@ -40,6 +41,7 @@ GROUPS = {
     "threshold": threshold.bench,
     "apps": apps.bench,
     "balancers": balancers.bench,
+    "sharing": sharing.bench,
 }
 # not in `make bench` (operations has it): run alone with --only
 EXTRA = {"tcp": operations.bench_tcp}
