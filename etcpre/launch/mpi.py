@@ -31,6 +31,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from etcpre.launch.sinks import Sinks
+
 STOP_GRACE = 3.0  # seconds the MPI launcher has to stop its ranks after a signal
 DASHES = re.compile(r"^-{20,}$")
 # Open MPI's accounts of a rank that ended the job (4.x: mpirun, 5.x: prterun)
@@ -142,32 +144,14 @@ class Launcher:
         self.reported = False  # a rank printed its own `etc: error:`
         self.interrupted = 0
         self.partial = {"out": b"", "err": b""}
-        self.stdout: object | None = getattr(sys.stdout, "buffer", None)  # None: closed
-        self.stdout_closed = self.stdout is None  # (not a reader that went away later)
-        self.stderr: object | None = getattr(sys.stderr, "buffer", None)
+        self.sinks = Sinks()
         self.output_error: str | None = None  # the run's output was lost: it fails
 
     def _write(self, stream: str, data: bytes) -> None:
-        """Writes to our stdout/stderr; a reader that went away (`| head`) is not a
-        failure of the run, and its output is dropped from then on; any other write
-        error (a full disk, a closed stdout) ends the run with an error (N10)."""
-        sink = self.stdout if stream == "out" else self.stderr
-        if sink is None:
-            if stream == "out" and self.stdout_closed:
-                self.stdout_closed = False  # said once
-                self.output_error = "cannot write to standard output: it is closed"
-            return
-        try:
-            sink.write(data)  # type: ignore[attr-defined]
-            sink.flush()  # type: ignore[attr-defined]
-        except OSError as exc:
-            if stream == "out":
-                self.stdout = None
-            else:
-                self.stderr = None
-            if not isinstance(exc, BrokenPipeError) and self.output_error is None:
-                name = "standard output" if stream == "out" else "standard error"
-                self.output_error = f"cannot write to {name}: {exc.strerror or exc}"
+        """Writes to etcrun's own stdout/stderr; a write error fails the run (N10)."""
+        why = self.sinks.write(stream, data)
+        if why is not None and self.output_error is None:
+            self.output_error = why
 
     def line(self, stream: str, raw: bytes) -> None:
         if stream == "out":

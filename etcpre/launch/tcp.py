@@ -38,6 +38,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from etcpre.launch.sinks import Sinks
+
 WIRE_VERSION = 2  # runtime/net/tcp/tcp.c says the same (a test keeps them equal)
 LOCAL_NAMES = {"localhost", "127.0.0.1", "::1", "ip6-localhost"}
 STOP_GRACE = 2.0
@@ -143,38 +145,20 @@ class Launcher:
         self.phase = "start"  # "run" once every node has been told GO
         # control connections that have not said HELLO yet: (input, peer, deadline)
         self.pending: dict[socket.socket, tuple[bytearray, object, float]] = {}
-        self.stdout: object | None = getattr(sys.stdout, "buffer", None)  # None: closed
-        self.stdout_closed = self.stdout is None  # (not a reader that went away later)
+        self.sinks = Sinks()
         self.listen: socket.socket | None = None  # closed once every node said HELLO
         self.rejected = 0  # closed connections logged in this log window ...
         self.untold = 0  # ... and those not logged one by one, the last of them:
         self.untold_last = ""
         self.log_window_end = 0.0
-        self.stderr: object | None = getattr(sys.stderr, "buffer", None)
 
     # ---------------------------------------------------------------- output
 
     def _write(self, stream: str, data: bytes) -> None:
-        """Writes to our stdout/stderr; a reader that went away (`| head`) is not a
-        failure of the run, and its output is dropped from then on; any other write
-        error (a full disk) ends the run with an error (N10)."""
-        sink = self.stdout if stream == "out" else self.stderr
-        if sink is None:
-            if stream == "out" and self.stdout_closed:
-                self.stdout_closed = False  # said once
-                self.fail("cannot write to standard output: it is closed")
-            return
-        try:
-            sink.write(data)  # type: ignore[attr-defined]
-            sink.flush()  # type: ignore[attr-defined]
-        except OSError as exc:
-            if stream == "out":
-                self.stdout = None
-            else:
-                self.stderr = None
-            if not isinstance(exc, BrokenPipeError):
-                name = "standard output" if stream == "out" else "standard error"
-                self.fail(f"cannot write to {name}: {exc.strerror or exc}")
+        """Writes to etcrun's own stdout/stderr; a write error fails the run (N10)."""
+        why = self.sinks.write(stream, data)
+        if why is not None:
+            self.fail(why)
 
     def emit(self, node: Node, stream: str, data: bytes, eof: bool) -> None:
         buf = node.out[stream]
