@@ -221,42 +221,58 @@ _LINE = re.compile(r'#line (\d+) ')
 def source_map(marked: str, working: WorkingText) -> Emitted:
     """The text without its marks, and the map the marks made."""
     smap = SourceMap(working)
+    by_line = smap.lines
     clean: list[str] = []
     tc_line = 0  # the .tc line the current C line is attributed to (0: none)
-    state: Segment | None = None  # what the text being read comes from
+    # what the text being read comes from: working-text `offset` and the `length` left
+    # of a copy (None: generated), once a mark said (`known`); Segments are made only
+    # where a line records one
+    known = False
+    offset = 0
+    length: int | None = None
     for raw in marked.split("\n"):
-        parts = _MARK.split(raw)
-        # parts: text, kind, offset, length, text, kind, ...
-        col = 1
-        segments: list[Segment] = []
-        if state is not None:
-            segments.append(Segment(1, state.offset, state.length))
-        line_text: list[str] = []
-        for k in range(0, len(parts), 4):
-            chunk = parts[k]
-            if chunk:
-                line_text.append(chunk)
-                width = len(chunk.encode("utf-8", errors="replace"))
-                col += width
-                if state is not None and state.length is not None:
-                    state = Segment(col, state.offset + width,
-                                    max(0, state.length - width))
-            if k + 1 < len(parts):
-                kind, offset, length = parts[k + 1], int(parts[k + 2]), parts[k + 3]
-                state = Segment(col, offset, int(length) if kind == "V" else None)
-                if segments and segments[-1].col == col:
-                    segments.pop()
-                segments.append(state)
-        text = "".join(line_text)
+        segments = [Segment(1, offset, length)] if known else []
+        if MARK_OPEN not in raw:
+            text = raw
+            if raw and length is not None:
+                width = len(raw) if raw.isascii() else _width(raw)
+                offset += width
+                length = max(0, length - width)
+        else:
+            parts = _MARK.split(raw)
+            # parts: text, kind, offset, length, text, kind, ...
+            col = 1
+            for k in range(0, len(parts), 4):
+                chunk = parts[k]
+                if chunk:
+                    width = len(chunk) if chunk.isascii() else _width(chunk)
+                    col += width
+                    if length is not None:
+                        offset += width
+                        length = max(0, length - width)
+                if k + 1 < len(parts):
+                    known = True
+                    offset = int(parts[k + 2])
+                    length = int(parts[k + 3]) if parts[k + 1] == "V" else None
+                    if segments and segments[-1].col == col:
+                        segments.pop()
+                    segments.append(Segment(col, offset, length))
+            text = "".join(parts[0::4])
         clean.append(text)
-        if state is not None and state.length is not None:
-            state = Segment(1, state.offset + 1, max(0, state.length - 1))  # the newline
-        m = _LINE.match(text)
-        if m is not None:
-            tc_line = int(m.group(1))
-            continue
-        if tc_line and segments:
-            smap.lines.setdefault(tc_line, []).append(segments)
+        if length is not None:  # the newline
+            offset += 1
+            length = max(0, length - 1)
+        if text.startswith("#line "):
+            m = _LINE.match(text)
+            if m is not None:
+                tc_line = int(m.group(1))
+                continue
         if tc_line:
+            if segments:
+                by_line.setdefault(tc_line, []).append(segments)
             tc_line += 1
     return Emitted("\n".join(clean), smap)
+
+
+def _width(text: str) -> int:
+    return len(text.encode("utf-8", errors="replace"))

@@ -178,6 +178,55 @@ def generated(offset: int) -> str:
     return f"{MARK_OPEN}G{offset}{MARK_CLOSE}"
 
 
+class _Out:
+    """The pieces of a rendering. A copy of the working text that follows the
+    previous one directly, on the same line, joins it (ASCII only, where the C width
+    is the byte count): one mark instead of one per token, and the source map locates
+    every column as before, past the end of a line too (a piece whose mark would be
+    on a later line keeps its mark)."""
+
+    def __init__(self, data: bytes) -> None:
+        self.data = data
+        self.pieces: list[str] = []
+        self.start = self.end = -1  # the pending copy (none when start == end)
+        self.open = False  # ... and the next copy may join it (no line break in it)
+
+    def copy_node(self, start: int, end: int) -> None:
+        """A node's text, with its mark even when it is empty (as copied() gives)."""
+        if start == end:
+            self.add(copied(start, end, ""))
+        else:
+            self.copy(start, end)
+
+    def copy(self, start: int, end: int) -> None:
+        if start >= end:
+            return
+        piece = self.data[start:end]
+        if not piece.isascii():  # decoding may change the width: a piece of its own
+            self.add(copied(start, end, piece.decode("utf-8", errors="replace")))
+            return
+        if not (self.open and start == self.end):
+            self._flush()
+            self.start = start
+        self.end = end
+        self.open = b"\n" not in piece
+
+    def add(self, text: str) -> None:
+        self._flush()
+        self.pieces.append(text)
+
+    def text(self) -> str:
+        self._flush()
+        return "".join(self.pieces)
+
+    def _flush(self) -> None:
+        if self.start < self.end:
+            self.pieces.append(copied(self.start, self.end,
+                                      self.data[self.start:self.end].decode("ascii")))
+        self.start = self.end = -1
+        self.open = False
+
+
 def _line_breaks(node: Node) -> str:
     """What stands for code dropped from a thread: its line breaks, so #line stays true."""
     return "\n" * text(node).count("\n")
@@ -424,37 +473,37 @@ class _Renderer:
     # -- generic
 
     def render(self, node: Node, parent: Node | None = None) -> str:
-        out: list[str] = []
+        out = _Out(self.data)
         self._render_into(node, parent, out)
-        return "".join(out)
+        return out.text()
 
-    def _render_into(self, node: Node, parent: Node | None, out: list[str]) -> None:
+    def _render_into(self, node: Node, parent: Node | None, out: _Out) -> None:
         """Appends the pieces (one list for the whole walk: joining at every level
         would copy deep code once per level)."""
         if not self._has_marks(node):
-            out.append(copied(node.start_byte, node.end_byte, text(node)))
+            out.copy_node(node.start_byte, node.end_byte)
             return
         special = self._special(node, parent)
         if special is not None:
-            out.append(generated(node.start_byte))
-            out.append(special)
+            out.add(generated(node.start_byte))
+            out.add(special)
             return
         self._children_into(node, out)
 
-    def _children_into(self, node: Node, out: list[str]) -> None:
-        # slices of the whole text (_gap): node.text would copy the subtree again
+    def _children_into(self, node: Node, out: _Out) -> None:
+        # slices of the whole text (_Out.copy): node.text would copy the subtree again
         if self._reach is not None and self.entry is not None and (
                 node.type == "compound_statement" or node.type in PREPROC_BLOCKS):
             self._block_into(node, out)
             return
         pos = node.start_byte
         for c in node.children:
-            out.append(self._gap(pos, c.start_byte))
+            out.copy(pos, c.start_byte)
             self._render_into(c, node, out)
             pos = c.end_byte
-        out.append(self._gap(pos, node.end_byte))
+        out.copy(pos, node.end_byte)
 
-    def _block_into(self, node: Node, out: list[str]) -> None:
+    def _block_into(self, node: Node, out: _Out) -> None:
         """A block, visiting only what this entry keeps: each run of dropped items
         (with what lies between them) is skipped in one step."""
         assert self._reach is not None and self.entry is not None
@@ -466,7 +515,7 @@ class _Renderer:
         def copy_up_to(end: int) -> None:  # children next_child .. end - 1, as they are
             nonlocal pos, next_child
             for c in children[next_child:end]:
-                out.append(self._gap(pos, c.start_byte))
+                out.copy(pos, c.start_byte)
                 self._render_into(c, node, out)
                 pos = c.end_byte
             next_child = max(next_child, end)
@@ -486,39 +535,35 @@ class _Renderer:
             copy_up_to(where[k] + 1)
             previous = k
         copy_up_to(len(children))
-        out.append(self._gap(pos, node.end_byte))
+        out.copy(pos, node.end_byte)
 
-    def _skip_into(self, pos: int, start: int, end: int, out: list[str]) -> int:
+    def _skip_into(self, pos: int, start: int, end: int, out: _Out) -> int:
         """Drops start..end (after the gap from pos): its line breaks stand for it where
         they are few, else a line directive, so that each thread function holds only
         the code it runs and the output grows with the code, not with threads times
         code. Returns where copying goes on."""
         data = self.data
         if data.count(b"\n", start, end) <= SKIP_BY_LINE_BREAKS:
-            out.append(self._gap(pos, start))
-            out.append("\n" * data.count(b"\n", start, end))
+            out.copy(pos, start)
+            out.add("\n" * data.count(b"\n", start, end))
             return end
         # whole lines where the code is alone on its lines: no line of blanks around
         line_start = data.rfind(b"\n", pos, start) + 1
         if line_start and not data[line_start:start].strip():
-            out.append(self._gap(pos, line_start))
+            out.copy(pos, line_start)
         else:
-            out.append(self._gap(pos, start) + "\n")
+            out.copy(pos, start)
+            out.add("\n")
         line_end = data.find(b"\n", end)
         if line_end >= 0 and not data[end:line_end].strip():
             end = line_end + 1
-        out.append(self.model.working.resume_at(end))
+        out.add(self.model.working.resume_at(end))
         return end
 
     def _children(self, node: Node) -> str:
-        out: list[str] = []
+        out = _Out(self.data)
         self._children_into(node, out)
-        return "".join(out)
-
-    def _gap(self, start: int, end: int) -> str:
-        if start >= end:
-            return ""
-        return copied(start, end, self.data[start:end].decode("utf-8", errors="replace"))
+        return out.text()
 
     def _is_hoisted(self, node: Node) -> bool:
         return node.start_byte in self.hoisted and (node.type == "type_definition" or
@@ -638,15 +683,17 @@ class _Renderer:
         return f"ETC_GADDR({base}, {designator})"
 
     def _children_with(self, node: Node, child: Node, replacement: str) -> str:
-        out: list[str] = []
+        out = _Out(self.data)
         pos = node.start_byte
         for c in node.children:
-            out.append(self._gap(pos, c.start_byte))
-            out.append(generated(c.start_byte) + replacement if c == child
-                       else self.render(c, node))
+            out.copy(pos, c.start_byte)
+            if c == child:
+                out.add(generated(c.start_byte) + replacement)
+            else:
+                self._render_into(c, node, out)
             pos = c.end_byte
-        out.append(self._gap(pos, node.end_byte))
-        return "".join(out)
+        out.copy(pos, node.end_byte)
+        return out.text()
 
     # -- primitives
 
