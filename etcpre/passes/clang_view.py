@@ -463,8 +463,8 @@ class _Collector:
 
     def run(self) -> Facts:
         index = ci.Index.create()
-        unsaved = [(self.path, self.view.decode("utf-8", errors="replace")),
-                   (PRELUDE_NAME, PRELUDE)]
+        shown = self.view.decode("utf-8", errors="replace")
+        unsaved = [(self.path, shown), (PRELUDE_NAME, PRELUDE)]
         opts = ci.TranslationUnit.PARSE_DETAILED_PROCESSING_RECORD
         try:
             tu = index.parse(self.path, args=self.args, unsaved_files=unsaved, options=opts)
@@ -475,7 +475,7 @@ class _Collector:
         except ci.TranslationUnitLoadError as exc:
             self.facts.fatal = Diag(None, 0, True, f"libclang could not parse the file: {exc}")
             return self.facts
-        self.main_handle = libclang.file_handle(tu.get_file(self.path))
+        self.main_handle = self.raw.know_main_file(tu, self.path, len(shown.encode()))
         self._diagnostics(tu)
         if self.facts.fatal is not None:
             return self.facts
@@ -536,15 +536,10 @@ class _Collector:
 
     def span(self, cur: ci.Cursor) -> tuple[int, int] | None:
         """The working-text range of a cursor in the main file."""
-        raw = self.raw
-        ext = raw.extent(cur)
-        handle, s = raw.file_location(raw.range_start(ext))
-        if handle != self.main_handle:
+        got = self.raw.main_range(cur)
+        if got is None:
             return None
-        handle, e = raw.file_location(raw.range_end(ext))
-        if handle != self.main_handle:
-            return None
-        return self.to_working(s), self.to_working(e)
+        return self.to_working(got[0]), self.to_working(got[1])
 
     def header_text(self, path: str, start: int, end: int) -> str:
         full = os.path.abspath(path)

@@ -142,6 +142,9 @@ class Raw:
         self._file_p = ctypes.pointer(self._file)
         self._offset_p = ctypes.pointer(self._offset)
         self._visitor = _VISITOR(_append_child)  # kept alive as long as this object
+        # the main file's locations: [main_base, main_limit] of clang's encoding
+        self.main_handle = 0
+        self.main_base, self.main_limit = 1, 0
         self.expressions = frozenset(k.value for k in ci.CursorKind.get_all_kinds()
                                      if k.is_expression())
 
@@ -150,17 +153,53 @@ class Raw:
         self.visit(cur, self._visitor, out)
         return out
 
+    def know_main_file(self, tu: ci.TranslationUnit, path: str, size: int) -> int:
+        """The main file's handle. Its locations are then read from their encoding:
+        clang numbers the places of all files in one space, a file's bytes
+        contiguous from where it starts, with the top bit for macro expansions (the
+        libclang version is pinned); the first and last offset are checked."""
+        f = tu.get_file(path)
+        self.main_handle = handle = file_handle(f)
+        first = ci.SourceLocation.from_offset(tu, f, 0)
+        last = ci.SourceLocation.from_offset(tu, f, size)
+        if self.file_location(first) == (handle, 0) and \
+                self.file_location(last) == (handle, size) and \
+                last.int_data - first.int_data == size and not last.int_data & _MACRO_BIT:
+            self.main_base, self.main_limit = first.int_data, last.int_data
+        return handle
+
     def file_location(self, loc: ci.SourceLocation) -> tuple[int, int]:
         """As `file_location` below."""
+        if self.main_base <= loc.int_data <= self.main_limit:
+            return self.main_handle, loc.int_data - self.main_base
         self._file_location(loc, self._file_p, None, None, self._offset_p)
         return self._file.value or 0, self._offset.value
 
     def expansion_location(self, loc: ci.SourceLocation) -> tuple[int, int]:
         """As `expansion_location` below."""
+        if self.main_base <= loc.int_data <= self.main_limit:
+            return self.main_handle, loc.int_data - self.main_base
         self._expansion_location(loc, self._file_p, None, None, self._offset_p)
         return self._file.value or 0, self._offset.value
 
+    def main_range(self, cur: ci.Cursor) -> tuple[int, int] | None:
+        """The offsets of a cursor's extent in the main file (None: elsewhere, in
+        part or whole)."""
+        ext = self.extent(cur)
+        base, limit = self.main_base, self.main_limit
+        start, end = ext.begin_int_data, ext.end_int_data
+        if base <= start <= limit and base <= end <= limit:
+            return start - base, end - base
+        handle, start = self.file_location(self.range_start(ext))
+        if handle != self.main_handle:
+            return None
+        handle, end = self.file_location(self.range_end(ext))
+        if handle != self.main_handle:
+            return None
+        return start, end
 
+
+_MACRO_BIT = 1 << 31  # of a location's encoding: a place in a macro expansion
 _VISITOR = ctypes.CFUNCTYPE(ctypes.c_int, ci.Cursor, ci.Cursor, ctypes.py_object)
 _CONTINUE = 1  # CXChildVisit_Continue: the next sibling, not this cursor's children
 
