@@ -210,34 +210,47 @@ def gather(working: WorkingText, root: tree_sitter.Node, options: Options) -> Fa
 # ---------------------------------------------------------------- the view
 
 
-def global_qualifiers(root: tree_sitter.Node) -> list[tree_sitter.Node]:
-    """Every `GLOBAL` type qualifier in the tree."""
-    out: list[tree_sitter.Node] = []
-    stack = [root]
-    while stack:
-        node = stack.pop()
-        if node.type == "type_qualifier" and node.text == b"GLOBAL":
-            out.append(node)
-        elif node.child_count:
-            stack.extend(node.children)
-    return out
-
-
 def view_edits(root: tree_sitter.Node) -> list[Edit]:
     """The rewrites that make a text libclang's view (see the module docstring)."""
-    edits = _global_edits(root)
-    stack = [root]
-    while stack:
-        node = stack.pop()
-        if node.type == "call_expression" and syntax.call_name(node) in _START:
-            edits += _start_edits(node)
-        stack.extend(node.children)
-    return edits + _forward_prototypes(root, edits)
+    qualifiers, starts = _view_nodes(root)
+    edits = _global_edits(qualifiers)
+    for call, _ in starts:
+        edits += _start_edits(call)
+    return edits + _forward_prototypes(root, edits, starts)
 
 
-def _global_edits(root: tree_sitter.Node) -> list[Edit]:
+def _view_nodes(root: tree_sitter.Node) \
+        -> tuple[list[tree_sitter.Node], list[tuple[tree_sitter.Node, tree_sitter.Node]]]:
+    """The `GLOBAL` type qualifiers, and the calls that start a function (INVOKE,
+    TOKEN, CALL) with the top-level item holding each, in one pre-order walk."""
+    qualifiers: list[tree_sitter.Node] = []
+    starts: list[tuple[tree_sitter.Node, tree_sitter.Node]] = []
+    cursor = root.walk()
+    item = root
+    depth = 0
+    while True:
+        node = cursor.node
+        assert node is not None
+        if depth == 1:
+            item = node
+        t = node.type
+        if t == "type_qualifier":
+            if node.text == b"GLOBAL":
+                qualifiers.append(node)
+        elif t == "call_expression" and syntax.call_name(node) in _START:
+            starts.append((node, item))
+        if cursor.goto_first_child():
+            depth += 1
+            continue
+        while not cursor.goto_next_sibling():
+            if not cursor.goto_parent():
+                return qualifiers, starts
+            depth -= 1
+
+
+def _global_edits(qualifiers: list[tree_sitter.Node]) -> list[Edit]:
     edits: list[Edit] = []
-    for q in global_qualifiers(root):
+    for q in qualifiers:
         parent = q.parent
         if parent is not None and parent.type in ("pointer_declarator",
                                                   "abstract_pointer_declarator"):
@@ -248,7 +261,8 @@ def _global_edits(root: tree_sitter.Node) -> list[Edit]:
     return edits
 
 
-def _forward_prototypes(root: tree_sitter.Node, edits: list[Edit]) -> list[Edit]:
+def _forward_prototypes(root: tree_sitter.Node, edits: list[Edit],
+                        starts: list[tuple[tree_sitter.Node, tree_sitter.Node]]) -> list[Edit]:
     """A threaded function started before the file declares it gets its prototype
     ahead of the first item that starts it, as the generated C has its parameter
     frame there (C would otherwise declare it implicitly, and its arguments go
@@ -264,18 +278,17 @@ def _forward_prototypes(root: tree_sitter.Node, edits: list[Edit]) -> list[Edit]
                     definitions.setdefault(syntax.text(name), item)
     out: list[Edit] = []
     done: set[str] = set()
-    for item in root.children:
-        for node in syntax.walk(item):
-            if node.type != "call_expression" or syntax.call_name(node) not in _START:
-                continue
-            args = syntax.call_args(node)
-            fidx = 1 if syntax.call_name(node) == "INVOKE" else 0
-            name = syntax.text(args[fidx]) if len(args) > fidx else ""
-            if name in done or name not in definitions or declared[name] <= item.start_byte:
-                continue
-            done.add(name)
-            out.append(Edit(item.start_byte, item.start_byte,
-                            _header_view(definitions[name], edits) + b"; "))
+    for node, item in starts:
+        if item is root:
+            continue
+        args = syntax.call_args(node)
+        fidx = 1 if syntax.call_name(node) == "INVOKE" else 0
+        name = syntax.text(args[fidx]) if len(args) > fidx else ""
+        if name in done or name not in definitions or declared[name] <= item.start_byte:
+            continue
+        done.add(name)
+        out.append(Edit(item.start_byte, item.start_byte,
+                        _header_view(definitions[name], edits) + b"; "))
     return out
 
 
