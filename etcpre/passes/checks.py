@@ -9,6 +9,7 @@ the callee; see clang_view).
 
 from __future__ import annotations
 
+import bisect
 import difflib
 import re
 
@@ -45,11 +46,19 @@ def _forward(model: Model, rep: Reporter) -> None:
     for off, msg in facts.expansion_errors:
         rep.error(off, msg)
     inside = _primitive_arguments(model)
+    # argument lists nest or are disjoint, and come outer first: the first one holding
+    # an offset is the outermost, the one of the outermost lists that holds it
+    outermost = []
+    for a in inside:
+        if not outermost or a[0] >= outermost[-1][1]:
+            outermost.append(a)
+    starts = [a[0] for a in outermost]
     for d in facts.diagnostics:
         if d.path is not None:
             _header_diagnostic(rep, d.path, d.offset, d.error, d.message)
             continue
-        where = next((a for a in inside if a[0] <= d.offset < a[1]), None)
+        k = bisect.bisect_right(starts, d.offset) - 1
+        where = outermost[k] if k >= 0 and d.offset < outermost[k][1] else None
         if not d.always and where is None:
             continue
         msg = d.message
