@@ -375,6 +375,18 @@ _LOCAL_KINDS = frozenset(k.value for k in (_K.PARM_DECL, _K.LABEL_STMT, _K.RETUR
 
 
 @dataclass(frozen=True)
+class _Type:
+    """What the walk asks of an expression's type."""
+
+    pointerish: bool  # a pointer, array, typedef or elaborated type (the others are
+    # not looked through)
+    global_pointer: bool  # canonically a GLOBAL pointer
+    array: bool  # canonically an array
+    global_array: bool  # ... in or of the GLOBAL address space
+    global_object: bool  # itself in the GLOBAL address space
+
+
+@dataclass(frozen=True)
 class _Ref:
     """A declaration a DECL_REF_EXPR refers to."""
 
@@ -471,6 +483,8 @@ class _Collector:
         self.called: set[int] = set()  # threaded functions' names called as C functions
         self.raw = libclang.Raw()
         self.refs: dict[bytes, _Ref | None] = {}  # by the referenced cursor's bytes
+        self.types: dict[bytes, _Type] = {}  # by the type's bytes
+        self.pointees: dict[bytes, tuple[int, str, str] | None] = {}  # ... Arg.pointee
 
     # -- parsing
 
@@ -774,24 +788,19 @@ class _Collector:
         translator if a macro's body produced it (only asked when `macros`)."""
         raw = self.raw
         sp = None
-        t = raw.cursor_type(cur)
-        tk = t._kind_id
-        if tk in _POINTERISH:
-            canon = raw.canonical(t)
-            ck = canon._kind_id
-            if ck == _POINTER and self._global_canonical(canon):
+        t = self._type(raw.cursor_type(cur))
+        if t.pointerish:
+            if t.global_pointer:
                 sp = self.span(cur)
                 if sp is not None:
                     self.facts.global_pointers.add(sp)
-            elif ck in _ARRAY_KINDS:
+            elif t.array:
                 sp = self.span(cur)
                 if sp is not None:
                     self.facts.arrays.add(sp)
-                    if GLOBAL_ADDRESS_SPACE in (raw.address_space(canon),
-                                                raw.address_space(raw.element(canon))) \
-                            and parent is not None \
+                    if t.global_array and parent is not None \
                             and parent._kind_id == _UNEXPOSED_EXPR \
-                            and self._global_canonical(raw.canonical(raw.cursor_type(parent))):
+                            and self._type(raw.cursor_type(parent)).global_pointer:
                         self.facts.global_decays.add(sp)
         if kind == _CALL_EXPR:
             self._call(cur, kids)
@@ -800,16 +809,32 @@ class _Collector:
             if ref is not None and ref.kind == _FUNCTION_DECL and ref.threaded:
                 sp = sp or self.span(cur)
                 if sp is not None and sp[0] not in self.called:
-                    self.facts.threaded_uses.append((sp[0], cur.spelling, False))
+                    self.facts.threaded_uses.append((sp[0], ref.name, False))
             return macros and self._ref_needed(ref, threaded, locals_of)
-        return macros and tk != _INVALID_TYPE and \
-            raw.address_space(t) == GLOBAL_ADDRESS_SPACE
+        return macros and t.global_object
 
-    def _global_canonical(self, canon: ci.Type) -> bool:
-        """Is this canonical type a GLOBAL pointer?"""
+    def _type(self, t: ci.Type) -> _Type:
+        """What the walk asks of a type, asked of libclang once per type (the
+        expressions of a program have few types)."""
+        key = bytes(t)
+        got = self.types.get(key)
+        if got is None:
+            got = self.types[key] = self._type_of(t)
+        return got
+
+    def _type_of(self, t: ci.Type) -> _Type:
         raw = self.raw
-        return canon._kind_id == _POINTER and \
+        canon = raw.canonical(t)
+        ck = canon._kind_id
+        global_pointer = ck == _POINTER and \
             raw.address_space(raw.pointee(canon)) == GLOBAL_ADDRESS_SPACE
+        array = ck in _ARRAY_KINDS
+        global_array = array and GLOBAL_ADDRESS_SPACE in (
+            raw.address_space(canon), raw.address_space(raw.element(canon)))
+        global_object = t._kind_id != _INVALID_TYPE and \
+            raw.address_space(t) == GLOBAL_ADDRESS_SPACE
+        return _Type(t._kind_id in _POINTERISH, global_pointer, array, global_array,
+                     global_object)
 
     def _strip_implicit(self, cur: ci.Cursor) -> ci.Cursor:
         """The expression under clang's implicit conversions (which the API shows as
@@ -831,7 +856,8 @@ class _Collector:
         if sp is None:
             return
         ref = self._ref(callee)
-        name = callee.spelling
+        # a reference's spelling is its declaration's
+        name = ref.name if ref is not None else callee.spelling
         what = "other"
         if ref is not None and ref.kind == _FUNCTION_DECL:
             rpath, roff = ref.where
@@ -862,16 +888,24 @@ class _Collector:
             constant, value = "float", None
         else:
             value = None
-        pointee = None
-        t = raw.canonical(raw.cursor_type(inner))
+        t = raw.cursor_type(inner)
+        key = bytes(t)
+        if key not in self.pointees:
+            self.pointees[key] = self._pointee(t)
+        return Arg(constant, value if isinstance(value, int) else None, self.pointees[key])
+
+    def _pointee(self, t: ci.Type) -> tuple[int, str, str] | None:
+        """Arg.pointee of an argument of type t."""
+        raw = self.raw
+        t = raw.canonical(t)
         if t._kind_id in _ARRAY_KINDS:
             t_el = raw.element(t)
-            pointee = (t_el.get_size(), self._value_kind(t_el), _spell(t_el.spelling))
-        elif t._kind_id == _POINTER:
+            return t_el.get_size(), self._value_kind(t_el), _spell(t_el.spelling)
+        if t._kind_id == _POINTER:
             pt = raw.pointee(t)
             size = pt.get_size() if pt._kind_id != _VOID else -1
-            pointee = (size, self._value_kind(pt), _spell(pt.spelling))
-        return Arg(constant, value if isinstance(value, int) else None, pointee)
+            return size, self._value_kind(pt), _spell(pt.spelling)
+        return None
 
     def _value_kind(self, t: ci.Type) -> str:
         return _kind_class(self.raw.canonical(t)._kind_id)
