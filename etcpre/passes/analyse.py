@@ -38,7 +38,12 @@ RESERVED_FIELDS = frozenset({"_slots", "_ret", "_hdr"})
 # the node types the analysis and the checks find with a NodeIndex
 INDEXED = frozenset({"threaded_function_definition", "threaded_function_declaration",
                      "function_definition", "call_expression", "type_qualifier",
-                     "return_statement", "goto_statement", "pointer_expression"})
+                     "return_statement", "goto_statement", "pointer_expression",
+                     # and for the lowering (lower.MARKED_TYPES, lower.HOISTED_TYPES)
+                     "subscript_expression", "field_expression", "parenthesized_expression",
+                     "declaration", "thread_label", "sync_slots_declaration", "identifier",
+                     "type_definition", "preproc_def", "preproc_function_def",
+                     "struct_specifier", "union_specifier", "enum_specifier"})
 
 
 class Reporter:

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import bisect
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from etcpre.passes.analyse import (
@@ -38,13 +39,13 @@ from etcpre.passes.primitives import CALL_PRIMITIVES, PRIMITIVES, VALUE_PRIMITIV
 from etcpre.passes.reach import PREPROC_BLOCKS, TAG_SPECIFIERS, Reach
 from etcpre.passes.syntax import (
     Node,
+    NodeIndex,
     call_args,
     call_name,
     declarator_identifier,
     label_number,
     text,
     walk,
-    walk_parents,
 )
 
 
@@ -139,7 +140,7 @@ def _function(model: Model, fn: ThreadedFunction, emitted: set[str]) -> Generate
         if callee not in emitted and callee in model.signatures:
             callee_structs.append(param_struct(model.signatures[callee]))
             emitted.add(callee)
-    hoisted = hoisted_items(fn)
+    hoisted = hoisted_items(fn, model.index)
     moved = frozenset(n.start_byte for n in hoisted if n.type != "preproc_def" and
                       n.type != "preproc_function_def")
     assert fn.reach is not None
@@ -232,19 +233,19 @@ def _line_breaks(node: Node) -> str:
     return "\n" * text(node).count("\n")
 
 
-def hoisted_items(fn: ThreadedFunction) -> list[Node]:
+def hoisted_items(fn: ThreadedFunction, index: NodeIndex) -> list[Node]:
     """What a threaded function defines for its frame: typedefs and struct/union/enum
     definitions standing as block items, and macro definitions. They go to file scope,
     ahead of the frame struct, because frame fields (file scope) may use them; the
     types leave the body, the macros stay (an identical redefinition is C)."""
     out = []
-    for node, parent in walk_parents(fn.body):
-        item = parent is not None and parent.type in ("compound_statement", *PREPROC_BLOCKS)
-        if node.type == "type_definition" or node.type in ("preproc_def",
-                                                           "preproc_function_def") or (
-                node.type in TAG_SPECIFIERS and node.child_by_field_name("body") is not None
-                and item):
+    for node in index.within(fn.body, *HOISTED_TYPES):
+        if node.type not in TAG_SPECIFIERS:
             out.append(node)
+        elif node.child_by_field_name("body") is not None:
+            parent = node.parent  # rare: asking for it costs a walk from the root
+            if parent is not None and parent.type in ("compound_statement", *PREPROC_BLOCKS):
+                out.append(node)
     return out
 
 
@@ -396,6 +397,13 @@ def _user_main(model: Model, fn: ThreadedFunction) -> str:
             "    etc_invoke(0, _MAIN_0, _etc_pp, sizeof *_etc_pp);\n}\n")
 
 
+# what _marks looks at (besides what starts at a local or a hoisted type)
+MARKED_TYPES = ("subscript_expression", "pointer_expression", "field_expression",
+                "parenthesized_expression", "declaration", "thread_label",
+                "sync_slots_declaration", "identifier", "call_expression")
+HOISTED_TYPES = ("type_definition", "preproc_def", "preproc_function_def", *TAG_SPECIFIERS)
+
+
 @dataclass(frozen=True)
 class _Marks:
     """What a function's renderers share (computed once per function)."""
@@ -411,7 +419,14 @@ def _marks(model: Model, fn: ThreadedFunction | None, scope: Node,
     marks = set()
     indexed = set()
     facts = model.facts
-    for node in walk(scope):
+    nodes: Iterable[Node]
+    if model.index.has(scope):  # a body: only the node types that may be rewritten,
+        nodes = model.index.within(scope, *MARKED_TYPES)
+        if fn is not None:  # and the nodes starting where a local or a type is
+            marks = {k for k in (*hoisted, *fn.refs) if scope.start_byte <= k < scope.end_byte}
+    else:
+        nodes = walk(scope)
+    for node in nodes:
         # a decaying GLOBAL array indexed or dereferenced is an access, not an address
         if node.type == "subscript_expression" or (
                 node.type == "pointer_expression" and

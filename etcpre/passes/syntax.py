@@ -76,24 +76,6 @@ def walk(node: Node) -> Iterator[Node]:
                 return
 
 
-def walk_parents(node: Node) -> Iterator[tuple[Node, Node | None]]:
-    """Pre-order traversal with each node's parent (asking tree-sitter for a parent
-    walks down from the root: in deep code that is quadratic)."""
-    cursor = node.walk()
-    parents: list[Node | None] = [None]
-    while True:
-        current = cursor.node
-        assert current is not None
-        yield current, parents[-1]
-        if cursor.goto_first_child():
-            parents.append(current)
-            continue
-        while not cursor.goto_next_sibling():
-            if not cursor.goto_parent():
-                return
-            parents.pop()
-
-
 class NodeIndex:
     """The nodes of some types in a tree, found in one pre-order walk: by type, in
     pre-order, with their pre-order numbers, so that a pass finds those of a subtree
@@ -122,6 +104,10 @@ class NodeIndex:
             while not cursor.goto_next_sibling():
                 if not cursor.goto_parent():
                     return
+
+    def has(self, node: Node) -> bool:
+        """Can `within` be asked about node's subtree?"""
+        return node.id in self._anchors
 
     def all(self, t: str) -> list[Node]:
         """The nodes of type t, in pre-order."""
