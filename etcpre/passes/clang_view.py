@@ -485,6 +485,7 @@ class _Collector:
         self.refs: dict[bytes, _Ref | None] = {}  # by the referenced cursor's bytes
         self.types: dict[bytes, _Type] = {}  # by the type's bytes
         self.pointees: dict[bytes, tuple[int, str, str] | None] = {}  # ... Arg.pointee
+        self.var_types: dict[bytes, tuple[bool, int | None, bool]] = {}  # ... Var's
 
     # -- parsing
 
@@ -708,7 +709,7 @@ class _Collector:
         while stack:
             cur, parent = stack.pop()
             kind = cur._kind_id
-            kids = raw.children(cur)
+            kids = [] if kind in raw.leaves else raw.children(cur)
             if kind in expressions:
                 needed = self._expression(cur, kind, parent, kids, threaded, locals_of, macros)
             elif kind == _VAR_DECL and in_threaded:
@@ -919,11 +920,17 @@ class _Collector:
         name_path, name_off = self.where(raw.location(cur))
         if name_path is not None:
             return
-        t = cur.type.get_canonical()
-        vla = _variably_modified(t)
-        size = t.get_array_size() if t.kind == ci.TypeKind.CONSTANTARRAY else None
+        t = raw.canonical(raw.cursor_type(cur))
+        key = bytes(t)
+        if key not in self.var_types:
+            t._tu = cur._tu  # the binding's methods below need it
+            self.var_types[key] = (
+                _variably_modified(t),
+                t.get_array_size() if t.kind == ci.TypeKind.CONSTANTARRAY else None,
+                not _has_const(t))
+        vla, size, assignable = self.var_types[key]
         stores, zero = self._initialiser(cur, name_off, kids)
-        self.facts.vars[name_off] = Var(vla, size, not _has_const(t), stores, zero)
+        self.facts.vars[name_off] = Var(vla, size, assignable, stores, zero)
 
     def _initialiser(self, cur: ci.Cursor, name_off: int, kids: list[ci.Cursor]) \
             -> tuple[tuple[Store, ...] | None, bool]:
