@@ -79,11 +79,23 @@ class SourceMap:
         return best
 
 
-@dataclass
 class Emitted:
-    text: str
-    source_map: SourceMap
-    threads: dict[str, str] = field(default_factory=dict)  # C function -> what it is
+    """The C file (`text`) and its `source_map`, made from the lowering's marks when
+    first asked for: etcc asks when cc reports something, etcpre never does."""
+
+    def __init__(self, marked: str, working: WorkingText) -> None:
+        self.text = _MARK.sub("", marked)
+        self.threads: dict[str, str] = {}  # C function -> what it is
+        self._marked = marked
+        self._working = working
+        self._source_map: SourceMap | None = None
+
+    @property
+    def source_map(self) -> SourceMap:
+        if self._source_map is None:
+            self._source_map = source_map(self._marked, self._working)
+            self._marked = ""
+        return self._source_map
 
 
 def _descriptor(gen: GeneratedFunction, src: WorkingText, head: str) -> str:
@@ -134,7 +146,7 @@ def emit(lowered: Lowered) -> Emitted:
     text = "".join(out)
     if not text.endswith("\n"):
         text += "\n"
-    emitted = source_map(text, src)
+    emitted = Emitted(text, src)
     for gen in lowered.functions.values():
         for cname, *_ in gen.threads:
             entry = cname[len(gen.fn.name) + 2:]
@@ -218,11 +230,10 @@ _MARK = re.compile(f"{MARK_OPEN}([VG])(\\d+)(?:,(\\d+))?{MARK_CLOSE}")
 _LINE = re.compile(r'#line (\d+) ')
 
 
-def source_map(marked: str, working: WorkingText) -> Emitted:
-    """The text without its marks, and the map the marks made."""
+def source_map(marked: str, working: WorkingText) -> SourceMap:
+    """The map the marks in the text make."""
     smap = SourceMap(working)
     by_line = smap.lines
-    clean: list[str] = []
     tc_line = 0  # the .tc line the current C line is attributed to (0: none)
     # what the text being read comes from: working-text `offset` and the `length` left
     # of a copy (None: generated), once a mark said (`known`); Segments are made only
@@ -258,7 +269,6 @@ def source_map(marked: str, working: WorkingText) -> Emitted:
                         segments.pop()
                     segments.append(Segment(col, offset, length))
             text = "".join(parts[0::4])
-        clean.append(text)
         if length is not None:  # the newline
             offset += 1
             length = max(0, length - 1)
@@ -271,7 +281,7 @@ def source_map(marked: str, working: WorkingText) -> Emitted:
             if segments:
                 by_line.setdefault(tc_line, []).append(segments)
             tc_line += 1
-    return Emitted("\n".join(clean), smap)
+    return smap
 
 
 def _width(text: str) -> int:
