@@ -378,11 +378,13 @@ class _Builder:
         self._visit_now(self.fn.body)
 
     def _visit(self, node: Node, stack: list[tuple[str, Node | None]]) -> None:
+        # named children only: an anonymous node is a token, without children
+        # (grammar/src/node-types.json), and none of the types below
         t = node.type
         if t in ("compound_statement", "for_statement"):
             self.scopes.push()
             stack.append(("pop", None))
-            stack.extend(("visit", c) for c in reversed(node.children))
+            stack.extend(("visit", c) for c in reversed(node.named_children))
         elif t == "declaration":
             self.declaration(node)
         elif t == "type_definition":
@@ -408,12 +410,12 @@ class _Builder:
         elif t in ("preproc_ifdef", "preproc_if", "preproc_elif", "preproc_elifdef",
                    "preproc_else"):
             skip = {node.child_by_field_name("name"), node.child_by_field_name("condition")}
-            stack.extend(("visit", c) for c in reversed(node.children) if c not in skip)
+            stack.extend(("visit", c) for c in reversed(node.named_children) if c not in skip)
         elif t in ("preproc_def", "preproc_function_def", "preproc_call", "preproc_include",
                    "field_declaration_list", "field_identifier", "statement_identifier"):
             return
         else:
-            stack.extend(("visit", c) for c in reversed(node.children))
+            stack.extend(("visit", c) for c in reversed(node.named_children))
 
     def declaration(self, node: Node) -> None:
         """Declares the names in order, each visible in its own initialiser (C scoping)
