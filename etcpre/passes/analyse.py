@@ -11,6 +11,7 @@ preprocessor and the type system decide. The language's checks run on the model 
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from dataclasses import dataclass, field
 
@@ -251,6 +252,9 @@ def _field(p: Param, k: int) -> Field:
 _SNIPPET = "THREADED _etc_(%s);"
 
 
+# a parse per parameter; a program repeats its parameter lists (every frame field and
+# parameter frame asks), and the answer depends on the text alone
+@functools.lru_cache(maxsize=4096)
 def adjusted_declaration(decl_text: str, name: str, keep_const: bool = False,
                          rename: str | None = None) -> str | None:
     """A parameter's declaration as the type it is passed as: `int a[]` -> `int *a`;

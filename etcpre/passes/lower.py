@@ -495,7 +495,9 @@ class _Renderer:
     def _render_into(self, node: Node, parent: Node | None, out: _Out) -> None:
         """Appends the pieces (one list for the whole walk: joining at every level
         would copy deep code once per level)."""
-        if not self._has_marks(node):
+        # a token (an anonymous node: grammar/src/node-types.json gives none children)
+        # is its text whatever marks it holds: no rewrite applies to one
+        if not node.is_named or not self._has_marks(node):
             out.copy_node(node.start_byte, node.end_byte)
             return
         special = self._special(node, parent)
@@ -841,6 +843,9 @@ class _Renderer:
                 f"sizeof {lit} : sizeof {target})")
 
 
+_FIELD = re.compile(r"(gslot|slot|thread|a)(\d+)")
+
+
 class _Fields:
     """The fields of a lowering template (see primitives.py), computed when asked for."""
 
@@ -854,7 +859,7 @@ class _Fields:
             return r.fname
         if key == "descriptor":
             return descriptor_name(r.fname)
-        m = re.fullmatch(r"(gslot|slot|thread|a)(\d+)", key)
+        m = _FIELD.fullmatch(key)
         if m is None:
             raise KeyError(key)
         kind, k = m.group(1), int(m.group(2))
