@@ -9,6 +9,7 @@ do, through `etcpre.cli.translation`).
 from __future__ import annotations
 
 import bisect
+import gc
 import re
 import sys
 import threading
@@ -53,13 +54,20 @@ def translate(source: SourceFile, options: Options,
 
     old_limit = sys.getrecursionlimit()
     old_stack = threading.stack_size()
+    collecting = gc.isenabled()
     try:
         sys.setrecursionlimit(max(old_limit, DEEP_RECURSION_LIMIT))
         threading.stack_size(DEEP_STACK_BYTES)
+        # A translation makes a great many objects that reference counting frees;
+        # the cycle collector only rescans the live ones (5-10% of the time). What
+        # cycles it leaves are collected after.
+        gc.disable()
         thread = threading.Thread(target=work, name="etcpre-translate")
         thread.start()
         thread.join()
     finally:
+        if collecting:
+            gc.enable()
         threading.stack_size(old_stack)
         sys.setrecursionlimit(old_limit)
     if failure:

@@ -11,6 +11,7 @@ preprocessor and the type system decide. The language's checks run on the model 
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from dataclasses import dataclass, field
 
@@ -23,6 +24,7 @@ from etcpre.passes.parse import ParseResult, language
 from etcpre.passes.primitives import CALL_PRIMITIVES, Kind
 from etcpre.passes.syntax import (
     Node,
+    NodeIndex,
     call_args,
     call_name,
     declarator_identifier,
@@ -34,6 +36,15 @@ from etcpre.passes.syntax import (
 from etcpre.passes.text import WorkingText
 
 RESERVED_FIELDS = frozenset({"_slots", "_ret", "_hdr"})
+# the node types the analysis and the checks find with a NodeIndex
+INDEXED = frozenset({"threaded_function_definition", "threaded_function_declaration",
+                     "function_definition", "call_expression", "type_qualifier",
+                     "return_statement", "goto_statement", "pointer_expression",
+                     # and for the lowering (lower.MARKED_TYPES, lower.HOISTED_TYPES)
+                     "subscript_expression", "field_expression", "parenthesized_expression",
+                     "declaration", "thread_label", "sync_slots_declaration", "identifier",
+                     "type_definition", "preproc_def", "preproc_function_def",
+                     "struct_specifier", "union_specifier", "enum_specifier"})
 
 
 class Reporter:
@@ -132,6 +143,7 @@ class Model:
     plain_functions: list[Node]  # function_definition nodes in this file
     used_callees: dict[str, list[str]]  # threaded function -> callees it starts
     inactive: list[tuple[int, int]]  # code the preprocessor skips
+    index: NodeIndex  # the nodes the analysis and the checks look for (INDEXED)
     # (INVOKE/TOKEN/CALL's start byte, argument index) the translator warned about: the
     # lowering converts them explicitly, so that cc does not say it again
     warned_args: set[tuple[int, int]] = field(default_factory=set)
@@ -147,21 +159,17 @@ def analyse(parsed: ParseResult, facts: Facts, sink: DiagnosticSink) -> Model:
     working = parsed.working
     root = parsed.root
     rep = Reporter(working, sink)
-    defs, protos, plain = [], [], []
-    for n in walk(root):
-        if n.type == "threaded_function_definition":
-            defs.append(n)
-        elif n.type == "threaded_function_declaration":
-            protos.append(n)
-        elif n.type == "function_definition":
-            plain.append(n)
+    index = NodeIndex(root, INDEXED, frozenset({"compound_statement"}))
+    defs = index.all("threaded_function_definition")
+    protos = index.all("threaded_function_declaration")
+    plain = index.all("function_definition")
     signatures = _signatures(defs, protos, facts, rep)
-    functions = [_function(working, d, facts, rep) for d in defs]
+    functions = [_function(working, d, facts, rep, index) for d in defs]
     for fn in functions:
         signatures[fn.name].ends_with = fn.ends_with
         fn.reach = reach.analyse(fn.entries())
     model = Model(working, root, facts, functions, protos, signatures, plain, {},
-                  facts.skipped)
+                  facts.skipped, index)
     checks.check(model, rep)
     return model
 
@@ -244,6 +252,9 @@ def _field(p: Param, k: int) -> Field:
 _SNIPPET = "THREADED _etc_(%s);"
 
 
+# a parse per parameter; a program repeats its parameter lists (every frame field and
+# parameter frame asks), and the answer depends on the text alone
+@functools.lru_cache(maxsize=4096)
 def adjusted_declaration(decl_text: str, name: str, keep_const: bool = False,
                          rename: str | None = None) -> str | None:
     """A parameter's declaration as the type it is passed as: `int a[]` -> `int *a`;
@@ -371,11 +382,13 @@ class _Builder:
         self._visit_now(self.fn.body)
 
     def _visit(self, node: Node, stack: list[tuple[str, Node | None]]) -> None:
+        # named children only: an anonymous node is a token, without children
+        # (grammar/src/node-types.json), and none of the types below
         t = node.type
         if t in ("compound_statement", "for_statement"):
             self.scopes.push()
             stack.append(("pop", None))
-            stack.extend(("visit", c) for c in reversed(node.children))
+            stack.extend(("visit", c) for c in reversed(node.named_children))
         elif t == "declaration":
             self.declaration(node)
         elif t == "type_definition":
@@ -401,12 +414,12 @@ class _Builder:
         elif t in ("preproc_ifdef", "preproc_if", "preproc_elif", "preproc_elifdef",
                    "preproc_else"):
             skip = {node.child_by_field_name("name"), node.child_by_field_name("condition")}
-            stack.extend(("visit", c) for c in reversed(node.children) if c not in skip)
+            stack.extend(("visit", c) for c in reversed(node.named_children) if c not in skip)
         elif t in ("preproc_def", "preproc_function_def", "preproc_call", "preproc_include",
                    "field_declaration_list", "field_identifier", "statement_identifier"):
             return
         else:
-            stack.extend(("visit", c) for c in reversed(node.children))
+            stack.extend(("visit", c) for c in reversed(node.named_children))
 
     def declaration(self, node: Node) -> None:
         """Declares the names in order, each visible in its own initialiser (C scoping)
@@ -518,8 +531,8 @@ class _Builder:
         self.fn.nslots = var.array_size
 
 
-def _function(working: WorkingText, node: Node, facts: Facts,
-              rep: Reporter) -> ThreadedFunction:
+def _function(working: WorkingText, node: Node, facts: Facts, rep: Reporter,
+              index: NodeIndex) -> ThreadedFunction:
     name_node = node.child_by_field_name("name")
     body = node.child_by_field_name("body")
     assert name_node is not None and body is not None
@@ -531,13 +544,12 @@ def _function(working: WorkingText, node: Node, facts: Facts,
     b.params(decl)
     b.walk_body()
     enders: set[str] = set()
-    for c in walk(body):
-        if c.type == "call_expression":
-            callee = call_name(c)
-            if callee in ("END_FUNCTION", "RETURN"):
-                enders.add(callee)
-            elif callee == "CALL" and len(call_args(c)) >= 1:
-                fn.calls.append(c)
+    for c in index.within(body, "call_expression"):
+        callee = call_name(c)
+        if callee in ("END_FUNCTION", "RETURN"):
+            enders.add(callee)
+        elif callee == "CALL" and len(call_args(c)) >= 1:
+            fn.calls.append(c)
     if len(enders) == 1:
         fn.ends_with = enders.pop()
     elif len(enders) == 2:

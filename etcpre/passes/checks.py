@@ -9,6 +9,7 @@ the callee; see clang_view).
 
 from __future__ import annotations
 
+import bisect
 import difflib
 import re
 
@@ -22,12 +23,12 @@ _LABEL_REF = re.compile(r"THREAD_(\d+)$")
 
 def check(model: Model, rep: Reporter) -> None:
     _forward(model, rep)
-    for q in _global_qualifiers(model.root):
+    for q in _global_qualifiers(model):
         if q.parent is None or q.parent.type not in ("pointer_declarator",
                                                      "abstract_pointer_declarator"):
             rep.error(q.start_byte,
                       "GLOBAL qualifies a pointer: write it after the '*' (int *GLOBAL p)")
-    starts = _start_targets(model.root)  # where INVOKE/TOKEN/CALL name their function
+    starts = _start_targets(model)  # where INVOKE/TOKEN/CALL name their function
     for fn in model.functions:
         model.used_callees[fn.name] = _function(model, fn, rep)
     for p in model.plain_functions:
@@ -45,11 +46,19 @@ def _forward(model: Model, rep: Reporter) -> None:
     for off, msg in facts.expansion_errors:
         rep.error(off, msg)
     inside = _primitive_arguments(model)
+    # argument lists nest or are disjoint, and come outer first: the first one holding
+    # an offset is the outermost, the one of the outermost lists that holds it
+    outermost = []
+    for a in inside:
+        if not outermost or a[0] >= outermost[-1][1]:
+            outermost.append(a)
+    starts = [a[0] for a in outermost]
     for d in facts.diagnostics:
         if d.path is not None:
             _header_diagnostic(rep, d.path, d.offset, d.error, d.message)
             continue
-        where = next((a for a in inside if a[0] <= d.offset < a[1]), None)
+        k = bisect.bisect_right(starts, d.offset) - 1
+        where = outermost[k] if k >= 0 and d.offset < outermost[k][1] else None
         if not d.always and where is None:
             continue
         msg = d.message
@@ -81,9 +90,7 @@ def _primitive_arguments(model: Model) -> list[tuple[int, int, bool, str, int, l
     are forwarded (the lowering's casts hide the types from cc). A start of something
     not threaded is reported as that instead."""
     out = []
-    for n in walk(model.root):
-        if n.type != "call_expression":
-            continue
+    for n in model.index.all("call_expression"):
         prim = CALL_PRIMITIVES.get(call_name(n) or "")
         args = n.child_by_field_name("arguments")
         if prim is None or args is None:
@@ -100,17 +107,17 @@ def _primitive_arguments(model: Model) -> list[tuple[int, int, bool, str, int, l
     return out
 
 
-def _global_qualifiers(root: Node) -> list[Node]:
-    return [n for n in walk(root) if n.type == "type_qualifier" and n.text == b"GLOBAL"]
+def _global_qualifiers(model: Model) -> list[Node]:
+    return [n for n in model.index.all("type_qualifier") if n.text == b"GLOBAL"]
 
 
 # ---------------------------------------------------------------- one function
 
 
-def _start_targets(root: Node) -> set[int]:
+def _start_targets(model: Model) -> set[int]:
     out = set()
-    for n in walk(root):
-        prim = CALL_PRIMITIVES.get(call_name(n) or "") if n.type == "call_expression" else None
+    for n in model.index.all("call_expression"):
+        prim = CALL_PRIMITIVES.get(call_name(n) or "")
         if prim is not None and prim.kind is Kind.START:
             args = call_args(n)
             fidx = 1 if prim.name == "INVOKE" else 0
@@ -128,7 +135,8 @@ def _function(model: Model, fn: ThreadedFunction, rep: Reporter) -> list[str]:
     _slots_first(fn, rep)
     for loc in fn.block_locals:
         _vla(fn, loc.declarator, loc.name, rep)
-    for node in walk(fn.body):
+    for node in model.index.within(fn.body, "return_statement", "goto_statement",
+                                   "pointer_expression", "call_expression"):
         t = node.type
         if t == "return_statement":
             rep.error(node.start_byte,

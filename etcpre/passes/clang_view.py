@@ -210,34 +210,47 @@ def gather(working: WorkingText, root: tree_sitter.Node, options: Options) -> Fa
 # ---------------------------------------------------------------- the view
 
 
-def global_qualifiers(root: tree_sitter.Node) -> list[tree_sitter.Node]:
-    """Every `GLOBAL` type qualifier in the tree."""
-    out: list[tree_sitter.Node] = []
-    stack = [root]
-    while stack:
-        node = stack.pop()
-        if node.type == "type_qualifier" and node.text == b"GLOBAL":
-            out.append(node)
-        elif node.child_count:
-            stack.extend(node.children)
-    return out
-
-
 def view_edits(root: tree_sitter.Node) -> list[Edit]:
     """The rewrites that make a text libclang's view (see the module docstring)."""
-    edits = _global_edits(root)
-    stack = [root]
-    while stack:
-        node = stack.pop()
-        if node.type == "call_expression" and syntax.call_name(node) in _START:
-            edits += _start_edits(node)
-        stack.extend(node.children)
-    return edits + _forward_prototypes(root, edits)
+    qualifiers, starts = _view_nodes(root)
+    edits = _global_edits(qualifiers)
+    for call, _ in starts:
+        edits += _start_edits(call)
+    return edits + _forward_prototypes(root, edits, starts)
 
 
-def _global_edits(root: tree_sitter.Node) -> list[Edit]:
+def _view_nodes(root: tree_sitter.Node) \
+        -> tuple[list[tree_sitter.Node], list[tuple[tree_sitter.Node, tree_sitter.Node]]]:
+    """The `GLOBAL` type qualifiers, and the calls that start a function (INVOKE,
+    TOKEN, CALL) with the top-level item holding each, in one pre-order walk."""
+    qualifiers: list[tree_sitter.Node] = []
+    starts: list[tuple[tree_sitter.Node, tree_sitter.Node]] = []
+    cursor = root.walk()
+    item = root
+    depth = 0
+    while True:
+        node = cursor.node
+        assert node is not None
+        if depth == 1:
+            item = node
+        t = node.type
+        if t == "type_qualifier":
+            if node.text == b"GLOBAL":
+                qualifiers.append(node)
+        elif t == "call_expression" and syntax.call_name(node) in _START:
+            starts.append((node, item))
+        if cursor.goto_first_child():
+            depth += 1
+            continue
+        while not cursor.goto_next_sibling():
+            if not cursor.goto_parent():
+                return qualifiers, starts
+            depth -= 1
+
+
+def _global_edits(qualifiers: list[tree_sitter.Node]) -> list[Edit]:
     edits: list[Edit] = []
-    for q in global_qualifiers(root):
+    for q in qualifiers:
         parent = q.parent
         if parent is not None and parent.type in ("pointer_declarator",
                                                   "abstract_pointer_declarator"):
@@ -248,7 +261,8 @@ def _global_edits(root: tree_sitter.Node) -> list[Edit]:
     return edits
 
 
-def _forward_prototypes(root: tree_sitter.Node, edits: list[Edit]) -> list[Edit]:
+def _forward_prototypes(root: tree_sitter.Node, edits: list[Edit],
+                        starts: list[tuple[tree_sitter.Node, tree_sitter.Node]]) -> list[Edit]:
     """A threaded function started before the file declares it gets its prototype
     ahead of the first item that starts it, as the generated C has its parameter
     frame there (C would otherwise declare it implicitly, and its arguments go
@@ -264,18 +278,17 @@ def _forward_prototypes(root: tree_sitter.Node, edits: list[Edit]) -> list[Edit]
                     definitions.setdefault(syntax.text(name), item)
     out: list[Edit] = []
     done: set[str] = set()
-    for item in root.children:
-        for node in syntax.walk(item):
-            if node.type != "call_expression" or syntax.call_name(node) not in _START:
-                continue
-            args = syntax.call_args(node)
-            fidx = 1 if syntax.call_name(node) == "INVOKE" else 0
-            name = syntax.text(args[fidx]) if len(args) > fidx else ""
-            if name in done or name not in definitions or declared[name] <= item.start_byte:
-                continue
-            done.add(name)
-            out.append(Edit(item.start_byte, item.start_byte,
-                            _header_view(definitions[name], edits) + b"; "))
+    for node, item in starts:
+        if item is root:
+            continue
+        args = syntax.call_args(node)
+        fidx = 1 if syntax.call_name(node) == "INVOKE" else 0
+        name = syntax.text(args[fidx]) if len(args) > fidx else ""
+        if name in done or name not in definitions or declared[name] <= item.start_byte:
+            continue
+        done.add(name)
+        out.append(Edit(item.start_byte, item.start_byte,
+                        _header_view(definitions[name], edits) + b"; "))
     return out
 
 
@@ -338,6 +351,51 @@ _ARRAYS = (ci.TypeKind.CONSTANTARRAY, ci.TypeKind.INCOMPLETEARRAY,
            ci.TypeKind.VARIABLEARRAY, ci.TypeKind.DEPENDENTSIZEDARRAY)
 _RECORDS = (ci.TypeKind.RECORD,)
 
+# kinds as the ids in libclang's structs (the walk compares them without the binding)
+_POINTER = ci.TypeKind.POINTER.value
+_VOID = ci.TypeKind.VOID.value
+_INVALID_TYPE = ci.TypeKind.INVALID.value
+_ARRAY_KINDS = frozenset(k.value for k in _ARRAYS)
+_POINTERISH = frozenset(k.value for k in (ci.TypeKind.POINTER, ci.TypeKind.ELABORATED,
+                                          ci.TypeKind.TYPEDEF, *_ARRAYS))
+_K = ci.CursorKind
+_MACRO_INSTANTIATION = _K.MACRO_INSTANTIATION.value
+_FUNCTION_DECL = _K.FUNCTION_DECL.value
+_VAR_DECL = _K.VAR_DECL.value
+_PARM_DECL = _K.PARM_DECL.value
+_CALL_EXPR = _K.CALL_EXPR.value
+_DECL_REF_EXPR = _K.DECL_REF_EXPR.value
+_UNEXPOSED_EXPR = _K.UNEXPOSED_EXPR.value
+_CHARACTER_LITERAL = _K.CHARACTER_LITERAL.value
+_INIT_LIST_EXPR = _K.INIT_LIST_EXPR.value
+_ANNOTATE_ATTR = _K.ANNOTATE_ATTR.value
+# what a threaded function's body has that the translator rewrites (a macro's body
+# producing one must be expanded)
+_LOCAL_KINDS = frozenset(k.value for k in (_K.PARM_DECL, _K.LABEL_STMT, _K.RETURN_STMT))
+
+
+@dataclass(frozen=True)
+class _Type:
+    """What the walk asks of an expression's type."""
+
+    pointerish: bool  # a pointer, array, typedef or elaborated type (the others are
+    # not looked through)
+    global_pointer: bool  # canonically a GLOBAL pointer
+    array: bool  # canonically an array
+    global_array: bool  # ... in or of the GLOBAL address space
+    global_object: bool  # itself in the GLOBAL address space
+
+
+@dataclass(frozen=True)
+class _Ref:
+    """A declaration a DECL_REF_EXPR refers to."""
+
+    cursor: ci.Cursor
+    kind: int
+    name: str
+    threaded: bool  # a THREADED function
+    where: tuple[str | None, int]  # of a function (Collector.where), else ("", 0)
+
 
 def _has_const(t: ci.Type, depth: int = 0) -> bool:
     """Is a C object of type t (or a member of it) const?"""
@@ -369,17 +427,25 @@ def _layout(t: ci.Type) -> str:
 
 
 def _value_kind(t: ci.Type) -> str:
-    t = t.get_canonical()
-    k = t.kind
-    if k in (ci.TypeKind.FLOAT, ci.TypeKind.DOUBLE, ci.TypeKind.LONGDOUBLE):
+    return _kind_class(t.get_canonical().kind.value)
+
+
+_FLOATING = frozenset(k.value for k in (ci.TypeKind.FLOAT, ci.TypeKind.DOUBLE,
+                                        ci.TypeKind.LONGDOUBLE))
+_INTEGER = frozenset(k.value for k in (
+    ci.TypeKind.BOOL, ci.TypeKind.CHAR_U, ci.TypeKind.UCHAR, ci.TypeKind.CHAR16,
+    ci.TypeKind.CHAR32, ci.TypeKind.USHORT, ci.TypeKind.UINT, ci.TypeKind.ULONG,
+    ci.TypeKind.ULONGLONG, ci.TypeKind.CHAR_S, ci.TypeKind.SCHAR, ci.TypeKind.WCHAR,
+    ci.TypeKind.SHORT, ci.TypeKind.INT, ci.TypeKind.LONG, ci.TypeKind.LONGLONG,
+    ci.TypeKind.ENUM))
+
+
+def _kind_class(canonical_kind: int) -> str:
+    if canonical_kind in _FLOATING:
         return "floating"
-    if k == ci.TypeKind.POINTER:
+    if canonical_kind == _POINTER:
         return "pointer"
-    if k in (ci.TypeKind.BOOL, ci.TypeKind.CHAR_U, ci.TypeKind.UCHAR, ci.TypeKind.CHAR16,
-             ci.TypeKind.CHAR32, ci.TypeKind.USHORT, ci.TypeKind.UINT, ci.TypeKind.ULONG,
-             ci.TypeKind.ULONGLONG, ci.TypeKind.CHAR_S, ci.TypeKind.SCHAR, ci.TypeKind.WCHAR,
-             ci.TypeKind.SHORT, ci.TypeKind.INT, ci.TypeKind.LONG, ci.TypeKind.LONGLONG,
-             ci.TypeKind.ENUM):
+    if canonical_kind in _INTEGER:
         return "integer"
     return "other"
 
@@ -415,13 +481,18 @@ class _Collector:
         self.use_starts: dict[int, tuple[int, int]] = {}  # ... by where they start
         self.needed: set[tuple[int, int]] = set()  # ... whose expansion the passes need
         self.called: set[int] = set()  # threaded functions' names called as C functions
+        self.raw = libclang.Raw()
+        self.refs: dict[bytes, _Ref | None] = {}  # by the referenced cursor's bytes
+        self.types: dict[bytes, _Type] = {}  # by the type's bytes
+        self.pointees: dict[bytes, tuple[int, str, str] | None] = {}  # ... Arg.pointee
+        self.var_types: dict[bytes, tuple[bool, int | None, bool]] = {}  # ... Var's
 
     # -- parsing
 
     def run(self) -> Facts:
         index = ci.Index.create()
-        unsaved = [(self.path, self.view.decode("utf-8", errors="replace")),
-                   (PRELUDE_NAME, PRELUDE)]
+        shown = self.view.decode("utf-8", errors="replace")
+        unsaved = [(self.path, shown), (PRELUDE_NAME, PRELUDE)]
         opts = ci.TranslationUnit.PARSE_DETAILED_PROCESSING_RECORD
         try:
             tu = index.parse(self.path, args=self.args, unsaved_files=unsaved, options=opts)
@@ -432,7 +503,7 @@ class _Collector:
         except ci.TranslationUnitLoadError as exc:
             self.facts.fatal = Diag(None, 0, True, f"libclang could not parse the file: {exc}")
             return self.facts
-        self.main_handle = libclang.file_handle(tu.get_file(self.path))
+        self.main_handle = self.raw.know_main_file(tu, self.path, len(shown.encode()))
         self._diagnostics(tu)
         if self.facts.fatal is not None:
             return self.facts
@@ -475,7 +546,7 @@ class _Collector:
     def where(self, loc: ci.SourceLocation) -> tuple[str | None, int]:
         """(None, working offset) in the main file, (path, offset as written) in a
         header, ("", 0) elsewhere (the prelude, the command line)."""
-        handle, off = libclang.file_location(loc)
+        handle, off = self.raw.file_location(loc)
         if handle == self.main_handle:
             return None, self.to_working(off)
         if not handle:
@@ -493,12 +564,10 @@ class _Collector:
 
     def span(self, cur: ci.Cursor) -> tuple[int, int] | None:
         """The working-text range of a cursor in the main file."""
-        ext = cur.extent
-        f1, s = self.where(ext.start)
-        f2, e = self.where(ext.end)
-        if f1 is not None or f2 is not None:
+        got = self.raw.main_range(cur)
+        if got is None:
             return None
-        return s, e
+        return self.to_working(got[0]), self.to_working(got[1])
 
     def header_text(self, path: str, start: int, end: int) -> str:
         full = os.path.abspath(path)
@@ -557,23 +626,25 @@ class _Collector:
     # -- declarations and bodies
 
     def _top_level(self, tu: ci.TranslationUnit) -> None:
-        tops = list(tu.cursor.get_children())
+        raw = self.raw
+        tops = raw.children(tu.cursor)
         for top in tops:
-            if top.kind == ci.CursorKind.MACRO_INSTANTIATION:
+            top._tu = tu  # the binding's methods need it
+            if top._kind_id == _MACRO_INSTANTIATION:
                 sp = self.span(top)
                 if sp is not None:
                     self.use_ranges[sp] = top
                     self.use_starts[sp[0]] = sp
         for top in tops:
-            kind = top.kind
-            if kind == ci.CursorKind.VAR_DECL and self.span(top) is not None:
+            kind = top._kind_id
+            if kind == _VAR_DECL and self.span(top) is not None:
                 self._walk(top, None)
-            if kind != ci.CursorKind.FUNCTION_DECL:
+            if kind != _FUNCTION_DECL:
                 continue
-            path, off = self.where(top.location)
+            path, off = self.where(raw.location(top))
             if path == "":
                 continue  # the prelude
-            threaded = self._may_be_threaded(path) and _is_threaded(top)
+            threaded = self._may_be_threaded(path) and self._is_threaded(top)
             if threaded:
                 self._threaded_decl(top, path, off)
             else:
@@ -620,33 +691,51 @@ class _Collector:
                             cur.is_definition(), static)
         self.facts.threaded.setdefault(cur.spelling, []).append(decl)
 
+    def _is_threaded(self, cur: ci.Cursor) -> bool:
+        return any(c._kind_id == _ANNOTATE_ATTR and c.spelling == "etc_threaded"
+                   for c in self.raw.children(cur))
+
     def _walk(self, top: ci.Cursor, threaded: ci.Cursor | None) -> None:
-        """One function (or file-scope variable) of the main file, every expression."""
+        """One function (or file-scope variable) of the main file, every expression.
+
+        A cursor, then its children last first (a stack's order): where two cursors
+        map to one offset (a macro's expansion), the one visited later wins."""
+        raw = self.raw
+        expressions = raw.expressions
+        macros = bool(self.use_starts)
+        in_threaded = threaded is not None
+        locals_of: dict[bytes, bool] = {}  # a referenced declaration: a local of `threaded`
         stack: list[tuple[ci.Cursor, ci.Cursor | None]] = [(top, None)]
         while stack:
             cur, parent = stack.pop()
-            kind = cur.kind
-            if kind.is_expression():
-                self._expression(cur, parent)
-            elif kind == ci.CursorKind.VAR_DECL and threaded is not None:
-                self._var(cur, threaded)
-            if self.use_starts and self._from_macro_body(cur, threaded):
+            kind = cur._kind_id
+            kids = [] if kind in raw.leaves else raw.children(cur)
+            if kind in expressions:
+                needed = self._expression(cur, kind, parent, kids, threaded, locals_of, macros)
+            elif kind == _VAR_DECL and in_threaded:
+                cur._tu = top._tu
+                self._var(cur, threaded, kids)
+                needed = True
+            else:
+                needed = in_threaded and kind in _LOCAL_KINDS
+            if needed and macros:
                 use = self._expanded_from_body(cur)
                 if use is not None:
                     self.needed.add(use)
-            stack.extend((c, cur) for c in cur.get_children())
+            stack.extend((c, cur) for c in kids)
 
     def _expanded_from_body(self, cur: ci.Cursor) -> tuple[int, int] | None:
         """The main-file macro use whose expansion brought this cursor from a macro's
         definition (not from the use's own arguments), if any."""
-        loc = cur.location
-        e_handle, e_off = libclang.expansion_location(loc)
+        raw = self.raw
+        loc = raw.location(cur)
+        e_handle, e_off = raw.expansion_location(loc)
         if e_handle != self.main_handle:
             return None
         use = self.use_starts.get(self.to_working(e_off))
         if use is None:
             return None
-        f_handle, f_off = libclang.file_location(loc)
+        f_handle, f_off = raw.file_location(loc)
         if f_handle != self.main_handle:
             return use  # spelled in a header's definition
         f = self.to_working(f_off)
@@ -654,80 +743,128 @@ class _Collector:
             return use  # the body's own token, or spelled in a definition
         return None  # written in the use's arguments
 
-    def _from_macro_body(self, cur: ci.Cursor, threaded: ci.Cursor | None) -> bool:
-        """Would this cursor need the translator if a macro's body produced it?"""
-        kind = cur.kind
-        if kind == ci.CursorKind.DECL_REF_EXPR:
-            ref = cur.referenced
-            if ref is None:
-                return False
-            if ref.kind == ci.CursorKind.FUNCTION_DECL:
-                return ref.spelling in PRIMITIVES or _is_threaded(ref)
-            if ref.kind == ci.CursorKind.VAR_DECL and ref.spelling in PRIMITIVES:
-                return True  # NUM_NODES, NODE_ID
-            return threaded is not None and \
-                ref.kind in (ci.CursorKind.VAR_DECL, ci.CursorKind.PARM_DECL) and \
-                ref.semantic_parent == threaded
-        if threaded is not None and kind in (ci.CursorKind.VAR_DECL, ci.CursorKind.PARM_DECL,
-                                             ci.CursorKind.LABEL_STMT,
-                                             ci.CursorKind.RETURN_STMT):
-            return True
-        if kind.is_expression():
-            t = cur.type
-            return t.kind != ci.TypeKind.INVALID and \
-                t.get_address_space() == GLOBAL_ADDRESS_SPACE
-        return False
+    def _ref(self, cur: ci.Cursor) -> _Ref | None:
+        """What a DECL_REF_EXPR refers to (None: nothing), computed once per
+        declaration."""
+        ref = self.raw.referenced(cur)
+        key = bytes(ref)
+        if key not in self.refs:
+            self.refs[key] = self._ref_of(ref)
+        return self.refs[key]
 
-    def _expression(self, cur: ci.Cursor, parent: ci.Cursor | None) -> None:
-        kind = cur.kind
+    def _ref_of(self, ref: ci.Cursor) -> _Ref | None:
+        raw = self.raw
+        if raw.is_null(ref):
+            return None
+        kind = ref._kind_id
+        name = ref.spelling
+        if kind != _FUNCTION_DECL:
+            return _Ref(ref, kind, name, False, ("", 0))
+        return _Ref(ref, kind, name, self._is_threaded(ref), self.where(raw.location(ref)))
+
+    def _ref_needed(self, ref: _Ref | None, threaded: ci.Cursor | None,
+                    locals_of: dict[bytes, bool]) -> bool:
+        """Would a reference to this declaration need the translator if a macro's body
+        produced it?"""
+        if ref is None:
+            return False
+        if ref.kind == _FUNCTION_DECL:
+            return ref.name in PRIMITIVES or ref.threaded
+        if ref.kind == _VAR_DECL and ref.name in PRIMITIVES:
+            return True  # NUM_NODES, NODE_ID
+        if threaded is None or ref.kind not in (_VAR_DECL, _PARM_DECL):
+            return False
+        key = bytes(ref.cursor)
+        local = locals_of.get(key)
+        if local is None:
+            raw = self.raw
+            local = bool(raw.equal(raw.semantic_parent(ref.cursor), threaded))
+            locals_of[key] = local
+        return local
+
+    def _expression(self, cur: ci.Cursor, kind: int, parent: ci.Cursor | None,
+                    kids: list[ci.Cursor], threaded: ci.Cursor | None,
+                    locals_of: dict[bytes, bool], macros: bool) -> bool:
+        """Gathers what an expression tells; returns whether it would need the
+        translator if a macro's body produced it (only asked when `macros`)."""
+        raw = self.raw
         sp = None
-        t = cur.type
-        tk = t.kind
-        if tk in (ci.TypeKind.POINTER, ci.TypeKind.ELABORATED, ci.TypeKind.TYPEDEF,
-                  *_ARRAYS):
-            canon = t.get_canonical()
-            if canon.kind == ci.TypeKind.POINTER and _is_global_pointer(canon):
+        t = self._type(raw.cursor_type(cur))
+        if t.pointerish:
+            if t.global_pointer:
                 sp = self.span(cur)
                 if sp is not None:
                     self.facts.global_pointers.add(sp)
-            elif canon.kind in _ARRAYS:
+            elif t.array:
                 sp = self.span(cur)
                 if sp is not None:
                     self.facts.arrays.add(sp)
-                    if GLOBAL_ADDRESS_SPACE in (canon.get_address_space(),
-                                                canon.element_type.get_address_space()) \
-                            and parent is not None \
-                            and parent.kind == ci.CursorKind.UNEXPOSED_EXPR \
-                            and _is_global_pointer(parent.type):
+                    if t.global_array and parent is not None \
+                            and parent._kind_id == _UNEXPOSED_EXPR \
+                            and self._type(raw.cursor_type(parent)).global_pointer:
                         self.facts.global_decays.add(sp)
-        if kind == ci.CursorKind.CALL_EXPR:
-            self._call(cur)
-        elif kind == ci.CursorKind.DECL_REF_EXPR:
-            ref = cur.referenced
-            if ref is not None and ref.kind == ci.CursorKind.FUNCTION_DECL and \
-                    _is_threaded(ref):
+        if kind == _CALL_EXPR:
+            self._call(cur, kids)
+        elif kind == _DECL_REF_EXPR:
+            ref = self._ref(cur)
+            if ref is not None and ref.kind == _FUNCTION_DECL and ref.threaded:
                 sp = sp or self.span(cur)
                 if sp is not None and sp[0] not in self.called:
-                    self.facts.threaded_uses.append((sp[0], cur.spelling, False))
+                    self.facts.threaded_uses.append((sp[0], ref.name, False))
+            return macros and self._ref_needed(ref, threaded, locals_of)
+        return macros and t.global_object
 
-    def _call(self, cur: ci.Cursor) -> None:
-        kids = list(cur.get_children())
+    def _type(self, t: ci.Type) -> _Type:
+        """What the walk asks of a type, asked of libclang once per type (the
+        expressions of a program have few types)."""
+        key = bytes(t)
+        got = self.types.get(key)
+        if got is None:
+            got = self.types[key] = self._type_of(t)
+        return got
+
+    def _type_of(self, t: ci.Type) -> _Type:
+        raw = self.raw
+        canon = raw.canonical(t)
+        ck = canon._kind_id
+        global_pointer = ck == _POINTER and \
+            raw.address_space(raw.pointee(canon)) == GLOBAL_ADDRESS_SPACE
+        array = ck in _ARRAY_KINDS
+        global_array = array and GLOBAL_ADDRESS_SPACE in (
+            raw.address_space(canon), raw.address_space(raw.element(canon)))
+        global_object = t._kind_id != _INVALID_TYPE and \
+            raw.address_space(t) == GLOBAL_ADDRESS_SPACE
+        return _Type(t._kind_id in _POINTERISH, global_pointer, array, global_array,
+                     global_object)
+
+    def _strip_implicit(self, cur: ci.Cursor) -> ci.Cursor:
+        """The expression under clang's implicit conversions (which the API shows as
+        UNEXPOSED_EXPR with one child of the same extent)."""
+        while cur._kind_id == _UNEXPOSED_EXPR:
+            kids = self.raw.children(cur)
+            if len(kids) != 1:
+                break
+            cur = kids[0]
+        return cur
+
+    def _call(self, cur: ci.Cursor, kids: list[ci.Cursor]) -> None:
         if not kids:
             return
-        callee = _strip_implicit(kids[0])
-        if callee.kind != ci.CursorKind.DECL_REF_EXPR:
+        callee = self._strip_implicit(kids[0])
+        if callee._kind_id != _DECL_REF_EXPR:
             return
         sp = self.span(callee)
         if sp is None:
             return
-        ref = callee.referenced
-        name = callee.spelling
+        ref = self._ref(callee)
+        # a reference's spelling is its declaration's
+        name = ref.name if ref is not None else callee.spelling
         what = "other"
-        if ref is not None and ref.kind == ci.CursorKind.FUNCTION_DECL:
-            rpath, roff = self.where(ref.location)
+        if ref is not None and ref.kind == _FUNCTION_DECL:
+            rpath, roff = ref.where
             if rpath == "" and name in PRIMITIVES:
                 what = "primitive"
-            elif _is_threaded(ref):
+            elif ref.threaded:
                 what = "threaded"
             elif rpath is None and roff == sp[0]:
                 what = "undeclared"  # declared implicitly by the call itself
@@ -742,47 +879,66 @@ class _Collector:
         self.facts.calls[sp[0]] = Call(name, what, args)
 
     def _arg(self, cur: ci.Cursor) -> Arg:
-        inner = _strip_implicit(cur)
+        raw = self.raw
+        inner = self._strip_implicit(cur)
         kind, value = libclang.evaluate(inner)
         constant = ""
         if kind == libclang.EVAL_INT:
-            constant = "char" if inner.kind == ci.CursorKind.CHARACTER_LITERAL else "int"
+            constant = "char" if inner._kind_id == _CHARACTER_LITERAL else "int"
         elif kind == libclang.EVAL_FLOAT:
             constant, value = "float", None
         else:
             value = None
-        pointee = None
-        t = inner.type.get_canonical()
-        if t.kind in _ARRAYS:
-            t_el = t.element_type
-            pointee = (t_el.get_size(), _value_kind(t_el), _spell(t_el.spelling))
-        elif t.kind == ci.TypeKind.POINTER:
-            pt = t.get_pointee()
-            size = pt.get_size() if pt.kind != ci.TypeKind.VOID else -1
-            pointee = (size, _value_kind(pt), _spell(pt.spelling))
-        return Arg(constant, value if isinstance(value, int) else None, pointee)
+        t = raw.cursor_type(inner)
+        key = bytes(t)
+        if key not in self.pointees:
+            self.pointees[key] = self._pointee(t)
+        return Arg(constant, value if isinstance(value, int) else None, self.pointees[key])
 
-    def _var(self, cur: ci.Cursor, threaded: ci.Cursor) -> None:
+    def _pointee(self, t: ci.Type) -> tuple[int, str, str] | None:
+        """Arg.pointee of an argument of type t."""
+        raw = self.raw
+        t = raw.canonical(t)
+        if t._kind_id in _ARRAY_KINDS:
+            t_el = raw.element(t)
+            return t_el.get_size(), self._value_kind(t_el), _spell(t_el.spelling)
+        if t._kind_id == _POINTER:
+            pt = raw.pointee(t)
+            size = pt.get_size() if pt._kind_id != _VOID else -1
+            return size, self._value_kind(pt), _spell(pt.spelling)
+        return None
+
+    def _value_kind(self, t: ci.Type) -> str:
+        return _kind_class(self.raw.canonical(t)._kind_id)
+
+    def _var(self, cur: ci.Cursor, threaded: ci.Cursor, kids: list[ci.Cursor]) -> None:
         # every block-scope variable's semantic parent is its function (blocks are not
         # declaration contexts in C); anything else is not a local of this function
-        if cur.semantic_parent != threaded:
+        raw = self.raw
+        if not raw.equal(raw.semantic_parent(cur), threaded):
             return
-        name_path, name_off = self.where(cur.location)
+        name_path, name_off = self.where(raw.location(cur))
         if name_path is not None:
             return
-        t = cur.type.get_canonical()
-        vla = _variably_modified(t)
-        size = t.get_array_size() if t.kind == ci.TypeKind.CONSTANTARRAY else None
-        stores, zero = self._initialiser(cur, name_off)
-        self.facts.vars[name_off] = Var(vla, size, not _has_const(t), stores, zero)
+        t = raw.canonical(raw.cursor_type(cur))
+        key = bytes(t)
+        if key not in self.var_types:
+            t._tu = cur._tu  # the binding's methods below need it
+            self.var_types[key] = (
+                _variably_modified(t),
+                t.get_array_size() if t.kind == ci.TypeKind.CONSTANTARRAY else None,
+                not _has_const(t))
+        vla, size, assignable = self.var_types[key]
+        stores, zero = self._initialiser(cur, name_off, kids)
+        self.facts.vars[name_off] = Var(vla, size, assignable, stores, zero)
 
-    def _initialiser(self, cur: ci.Cursor, name_off: int) \
+    def _initialiser(self, cur: ci.Cursor, name_off: int, kids: list[ci.Cursor]) \
             -> tuple[tuple[Store, ...] | None, bool]:
         """The declaration's initialiser list as in-place stores (initialise.py)."""
-        init = next((c for c in cur.get_children()
-                     if c.kind == ci.CursorKind.INIT_LIST_EXPR), None)
+        init = next((c for c in kids if c._kind_id == _INIT_LIST_EXPR), None)
         if init is None:
             return None, False
+        init._tu = cur._tu
         node = self.root.descendant_for_byte_range(name_off, name_off)
         while node is not None and node.type != "init_declarator":
             node = node.parent
@@ -844,11 +1000,6 @@ class _Collector:
         shown = b" ".join(written.split())
         note = b" /* " + shown + b" */" if b"*/" not in shown and len(shown) <= 60 else b""
         return result + note + b"\n" * written.count(b"\n")
-
-
-def _is_threaded(cur: ci.Cursor) -> bool:
-    return any(c.kind == ci.CursorKind.ANNOTATE_ATTR and c.spelling == "etc_threaded"
-               for c in cur.get_children())
 
 
 def _variably_modified(t: ci.Type, depth: int = 0) -> bool:

@@ -79,11 +79,23 @@ class SourceMap:
         return best
 
 
-@dataclass
 class Emitted:
-    text: str
-    source_map: SourceMap
-    threads: dict[str, str] = field(default_factory=dict)  # C function -> what it is
+    """The C file (`text`) and its `source_map`, made from the lowering's marks when
+    first asked for: etcc asks when cc reports something, etcpre never does."""
+
+    def __init__(self, marked: str, working: WorkingText) -> None:
+        self.text = _MARK.sub("", marked)
+        self.threads: dict[str, str] = {}  # C function -> what it is
+        self._marked = marked
+        self._working = working
+        self._source_map: SourceMap | None = None
+
+    @property
+    def source_map(self) -> SourceMap:
+        if self._source_map is None:
+            self._source_map = source_map(self._marked, self._working)
+            self._marked = ""
+        return self._source_map
 
 
 def _descriptor(gen: GeneratedFunction, src: WorkingText, head: str) -> str:
@@ -134,7 +146,7 @@ def emit(lowered: Lowered) -> Emitted:
     text = "".join(out)
     if not text.endswith("\n"):
         text += "\n"
-    emitted = source_map(text, src)
+    emitted = Emitted(text, src)
     for gen in lowered.functions.values():
         for cname, *_ in gen.threads:
             entry = cname[len(gen.fn.name) + 2:]
@@ -218,45 +230,59 @@ _MARK = re.compile(f"{MARK_OPEN}([VG])(\\d+)(?:,(\\d+))?{MARK_CLOSE}")
 _LINE = re.compile(r'#line (\d+) ')
 
 
-def source_map(marked: str, working: WorkingText) -> Emitted:
-    """The text without its marks, and the map the marks made."""
+def source_map(marked: str, working: WorkingText) -> SourceMap:
+    """The map the marks in the text make."""
     smap = SourceMap(working)
-    clean: list[str] = []
+    by_line = smap.lines
     tc_line = 0  # the .tc line the current C line is attributed to (0: none)
-    state: Segment | None = None  # what the text being read comes from
+    # what the text being read comes from: working-text `offset` and the `length` left
+    # of a copy (None: generated), once a mark said (`known`); Segments are made only
+    # where a line records one
+    known = False
+    offset = 0
+    length: int | None = None
     for raw in marked.split("\n"):
-        parts = _MARK.split(raw)
-        # parts: text, kind, offset, length, text, kind, ...
-        col = 1
-        segments: list[Segment] = []
-        if state is not None:
-            segments.append(Segment(1, state.offset, state.length))
-        line_text: list[str] = []
-        for k in range(0, len(parts), 4):
-            chunk = parts[k]
-            if chunk:
-                line_text.append(chunk)
-                width = len(chunk.encode("utf-8", errors="replace"))
-                col += width
-                if state is not None and state.length is not None:
-                    state = Segment(col, state.offset + width,
-                                    max(0, state.length - width))
-            if k + 1 < len(parts):
-                kind, offset, length = parts[k + 1], int(parts[k + 2]), parts[k + 3]
-                state = Segment(col, offset, int(length) if kind == "V" else None)
-                if segments and segments[-1].col == col:
-                    segments.pop()
-                segments.append(state)
-        text = "".join(line_text)
-        clean.append(text)
-        if state is not None and state.length is not None:
-            state = Segment(1, state.offset + 1, max(0, state.length - 1))  # the newline
-        m = _LINE.match(text)
-        if m is not None:
-            tc_line = int(m.group(1))
-            continue
-        if tc_line and segments:
-            smap.lines.setdefault(tc_line, []).append(segments)
+        segments = [Segment(1, offset, length)] if known else []
+        if MARK_OPEN not in raw:
+            text = raw
+            if raw and length is not None:
+                width = len(raw) if raw.isascii() else _width(raw)
+                offset += width
+                length = max(0, length - width)
+        else:
+            parts = _MARK.split(raw)
+            # parts: text, kind, offset, length, text, kind, ...
+            col = 1
+            for k in range(0, len(parts), 4):
+                chunk = parts[k]
+                if chunk:
+                    width = len(chunk) if chunk.isascii() else _width(chunk)
+                    col += width
+                    if length is not None:
+                        offset += width
+                        length = max(0, length - width)
+                if k + 1 < len(parts):
+                    known = True
+                    offset = int(parts[k + 2])
+                    length = int(parts[k + 3]) if parts[k + 1] == "V" else None
+                    if segments and segments[-1].col == col:
+                        segments.pop()
+                    segments.append(Segment(col, offset, length))
+            text = "".join(parts[0::4])
+        if length is not None:  # the newline
+            offset += 1
+            length = max(0, length - 1)
+        if text.startswith("#line "):
+            m = _LINE.match(text)
+            if m is not None:
+                tc_line = int(m.group(1))
+                continue
         if tc_line:
+            if segments:
+                by_line.setdefault(tc_line, []).append(segments)
             tc_line += 1
-    return Emitted("\n".join(clean), smap)
+    return smap
+
+
+def _width(text: str) -> int:
+    return len(text.encode("utf-8", errors="replace"))

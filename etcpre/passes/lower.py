@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import bisect
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from etcpre.passes.analyse import (
@@ -38,13 +39,13 @@ from etcpre.passes.primitives import CALL_PRIMITIVES, PRIMITIVES, VALUE_PRIMITIV
 from etcpre.passes.reach import PREPROC_BLOCKS, TAG_SPECIFIERS, Reach
 from etcpre.passes.syntax import (
     Node,
+    NodeIndex,
     call_args,
     call_name,
     declarator_identifier,
     label_number,
     text,
     walk,
-    walk_parents,
 )
 
 
@@ -139,7 +140,7 @@ def _function(model: Model, fn: ThreadedFunction, emitted: set[str]) -> Generate
         if callee not in emitted and callee in model.signatures:
             callee_structs.append(param_struct(model.signatures[callee]))
             emitted.add(callee)
-    hoisted = hoisted_items(fn)
+    hoisted = hoisted_items(fn, model.index)
     moved = frozenset(n.start_byte for n in hoisted if n.type != "preproc_def" and
                       n.type != "preproc_function_def")
     assert fn.reach is not None
@@ -178,24 +179,73 @@ def generated(offset: int) -> str:
     return f"{MARK_OPEN}G{offset}{MARK_CLOSE}"
 
 
+class _Out:
+    """The pieces of a rendering. A copy of the working text that follows the
+    previous one directly, on the same line, joins it (ASCII only, where the C width
+    is the byte count): one mark instead of one per token, and the source map locates
+    every column as before, past the end of a line too (a piece whose mark would be
+    on a later line keeps its mark)."""
+
+    def __init__(self, data: bytes) -> None:
+        self.data = data
+        self.pieces: list[str] = []
+        self.start = self.end = -1  # the pending copy (none when start == end)
+        self.open = False  # ... and the next copy may join it (no line break in it)
+
+    def copy_node(self, start: int, end: int) -> None:
+        """A node's text, with its mark even when it is empty (as copied() gives)."""
+        if start == end:
+            self.add(copied(start, end, ""))
+        else:
+            self.copy(start, end)
+
+    def copy(self, start: int, end: int) -> None:
+        if start >= end:
+            return
+        piece = self.data[start:end]
+        if not piece.isascii():  # decoding may change the width: a piece of its own
+            self.add(copied(start, end, piece.decode("utf-8", errors="replace")))
+            return
+        if not (self.open and start == self.end):
+            self._flush()
+            self.start = start
+        self.end = end
+        self.open = b"\n" not in piece
+
+    def add(self, text: str) -> None:
+        self._flush()
+        self.pieces.append(text)
+
+    def text(self) -> str:
+        self._flush()
+        return "".join(self.pieces)
+
+    def _flush(self) -> None:
+        if self.start < self.end:
+            self.pieces.append(copied(self.start, self.end,
+                                      self.data[self.start:self.end].decode("ascii")))
+        self.start = self.end = -1
+        self.open = False
+
+
 def _line_breaks(node: Node) -> str:
     """What stands for code dropped from a thread: its line breaks, so #line stays true."""
     return "\n" * text(node).count("\n")
 
 
-def hoisted_items(fn: ThreadedFunction) -> list[Node]:
+def hoisted_items(fn: ThreadedFunction, index: NodeIndex) -> list[Node]:
     """What a threaded function defines for its frame: typedefs and struct/union/enum
     definitions standing as block items, and macro definitions. They go to file scope,
     ahead of the frame struct, because frame fields (file scope) may use them; the
     types leave the body, the macros stay (an identical redefinition is C)."""
     out = []
-    for node, parent in walk_parents(fn.body):
-        item = parent is not None and parent.type in ("compound_statement", *PREPROC_BLOCKS)
-        if node.type == "type_definition" or node.type in ("preproc_def",
-                                                           "preproc_function_def") or (
-                node.type in TAG_SPECIFIERS and node.child_by_field_name("body") is not None
-                and item):
+    for node in index.within(fn.body, *HOISTED_TYPES):
+        if node.type not in TAG_SPECIFIERS:
             out.append(node)
+        elif node.child_by_field_name("body") is not None:
+            parent = node.parent  # rare: asking for it costs a walk from the root
+            if parent is not None and parent.type in ("compound_statement", *PREPROC_BLOCKS):
+                out.append(node)
     return out
 
 
@@ -347,6 +397,13 @@ def _user_main(model: Model, fn: ThreadedFunction) -> str:
             "    etc_invoke(0, _MAIN_0, _etc_pp, sizeof *_etc_pp);\n}\n")
 
 
+# what _marks looks at (besides what starts at a local or a hoisted type)
+MARKED_TYPES = ("subscript_expression", "pointer_expression", "field_expression",
+                "parenthesized_expression", "declaration", "thread_label",
+                "sync_slots_declaration", "identifier", "call_expression")
+HOISTED_TYPES = ("type_definition", "preproc_def", "preproc_function_def", *TAG_SPECIFIERS)
+
+
 @dataclass(frozen=True)
 class _Marks:
     """What a function's renderers share (computed once per function)."""
@@ -362,7 +419,14 @@ def _marks(model: Model, fn: ThreadedFunction | None, scope: Node,
     marks = set()
     indexed = set()
     facts = model.facts
-    for node in walk(scope):
+    nodes: Iterable[Node]
+    if model.index.has(scope):  # a body: only the node types that may be rewritten,
+        nodes = model.index.within(scope, *MARKED_TYPES)
+        if fn is not None:  # and the nodes starting where a local or a type is
+            marks = {k for k in (*hoisted, *fn.refs) if scope.start_byte <= k < scope.end_byte}
+    else:
+        nodes = walk(scope)
+    for node in nodes:
         # a decaying GLOBAL array indexed or dereferenced is an access, not an address
         if node.type == "subscript_expression" or (
                 node.type == "pointer_expression" and
@@ -424,37 +488,39 @@ class _Renderer:
     # -- generic
 
     def render(self, node: Node, parent: Node | None = None) -> str:
-        out: list[str] = []
+        out = _Out(self.data)
         self._render_into(node, parent, out)
-        return "".join(out)
+        return out.text()
 
-    def _render_into(self, node: Node, parent: Node | None, out: list[str]) -> None:
+    def _render_into(self, node: Node, parent: Node | None, out: _Out) -> None:
         """Appends the pieces (one list for the whole walk: joining at every level
         would copy deep code once per level)."""
-        if not self._has_marks(node):
-            out.append(copied(node.start_byte, node.end_byte, text(node)))
+        # a token (an anonymous node: grammar/src/node-types.json gives none children)
+        # is its text whatever marks it holds: no rewrite applies to one
+        if not node.is_named or not self._has_marks(node):
+            out.copy_node(node.start_byte, node.end_byte)
             return
         special = self._special(node, parent)
         if special is not None:
-            out.append(generated(node.start_byte))
-            out.append(special)
+            out.add(generated(node.start_byte))
+            out.add(special)
             return
         self._children_into(node, out)
 
-    def _children_into(self, node: Node, out: list[str]) -> None:
-        # slices of the whole text (_gap): node.text would copy the subtree again
+    def _children_into(self, node: Node, out: _Out) -> None:
+        # slices of the whole text (_Out.copy): node.text would copy the subtree again
         if self._reach is not None and self.entry is not None and (
                 node.type == "compound_statement" or node.type in PREPROC_BLOCKS):
             self._block_into(node, out)
             return
         pos = node.start_byte
         for c in node.children:
-            out.append(self._gap(pos, c.start_byte))
+            out.copy(pos, c.start_byte)
             self._render_into(c, node, out)
             pos = c.end_byte
-        out.append(self._gap(pos, node.end_byte))
+        out.copy(pos, node.end_byte)
 
-    def _block_into(self, node: Node, out: list[str]) -> None:
+    def _block_into(self, node: Node, out: _Out) -> None:
         """A block, visiting only what this entry keeps: each run of dropped items
         (with what lies between them) is skipped in one step."""
         assert self._reach is not None and self.entry is not None
@@ -466,7 +532,7 @@ class _Renderer:
         def copy_up_to(end: int) -> None:  # children next_child .. end - 1, as they are
             nonlocal pos, next_child
             for c in children[next_child:end]:
-                out.append(self._gap(pos, c.start_byte))
+                out.copy(pos, c.start_byte)
                 self._render_into(c, node, out)
                 pos = c.end_byte
             next_child = max(next_child, end)
@@ -486,39 +552,35 @@ class _Renderer:
             copy_up_to(where[k] + 1)
             previous = k
         copy_up_to(len(children))
-        out.append(self._gap(pos, node.end_byte))
+        out.copy(pos, node.end_byte)
 
-    def _skip_into(self, pos: int, start: int, end: int, out: list[str]) -> int:
+    def _skip_into(self, pos: int, start: int, end: int, out: _Out) -> int:
         """Drops start..end (after the gap from pos): its line breaks stand for it where
         they are few, else a line directive, so that each thread function holds only
         the code it runs and the output grows with the code, not with threads times
         code. Returns where copying goes on."""
         data = self.data
         if data.count(b"\n", start, end) <= SKIP_BY_LINE_BREAKS:
-            out.append(self._gap(pos, start))
-            out.append("\n" * data.count(b"\n", start, end))
+            out.copy(pos, start)
+            out.add("\n" * data.count(b"\n", start, end))
             return end
         # whole lines where the code is alone on its lines: no line of blanks around
         line_start = data.rfind(b"\n", pos, start) + 1
         if line_start and not data[line_start:start].strip():
-            out.append(self._gap(pos, line_start))
+            out.copy(pos, line_start)
         else:
-            out.append(self._gap(pos, start) + "\n")
+            out.copy(pos, start)
+            out.add("\n")
         line_end = data.find(b"\n", end)
         if line_end >= 0 and not data[end:line_end].strip():
             end = line_end + 1
-        out.append(self.model.working.resume_at(end))
+        out.add(self.model.working.resume_at(end))
         return end
 
     def _children(self, node: Node) -> str:
-        out: list[str] = []
+        out = _Out(self.data)
         self._children_into(node, out)
-        return "".join(out)
-
-    def _gap(self, start: int, end: int) -> str:
-        if start >= end:
-            return ""
-        return copied(start, end, self.data[start:end].decode("utf-8", errors="replace"))
+        return out.text()
 
     def _is_hoisted(self, node: Node) -> bool:
         return node.start_byte in self.hoisted and (node.type == "type_definition" or
@@ -638,15 +700,17 @@ class _Renderer:
         return f"ETC_GADDR({base}, {designator})"
 
     def _children_with(self, node: Node, child: Node, replacement: str) -> str:
-        out: list[str] = []
+        out = _Out(self.data)
         pos = node.start_byte
         for c in node.children:
-            out.append(self._gap(pos, c.start_byte))
-            out.append(generated(c.start_byte) + replacement if c == child
-                       else self.render(c, node))
+            out.copy(pos, c.start_byte)
+            if c == child:
+                out.add(generated(c.start_byte) + replacement)
+            else:
+                self._render_into(c, node, out)
             pos = c.end_byte
-        out.append(self._gap(pos, node.end_byte))
-        return "".join(out)
+        out.copy(pos, node.end_byte)
+        return out.text()
 
     # -- primitives
 
@@ -779,6 +843,9 @@ class _Renderer:
                 f"sizeof {lit} : sizeof {target})")
 
 
+_FIELD = re.compile(r"(gslot|slot|thread|a)(\d+)")
+
+
 class _Fields:
     """The fields of a lowering template (see primitives.py), computed when asked for."""
 
@@ -792,7 +859,7 @@ class _Fields:
             return r.fname
         if key == "descriptor":
             return descriptor_name(r.fname)
-        m = re.fullmatch(r"(gslot|slot|thread|a)(\d+)", key)
+        m = _FIELD.fullmatch(key)
         if m is None:
             raise KeyError(key)
         kind, k = m.group(1), int(m.group(2))

@@ -92,34 +92,43 @@ class Reach:
     # -- facts, once, bottom-up
 
     def _collect(self) -> None:
-        # iterative post-order, so that nesting depth costs no Python recursion
-        stack: list[tuple[Node, bool, bool]] = [(self.entries.body, False, False)]
+        # one pre-order walk with the ancestors at hand: what a node holds (entries,
+        # jump targets) is its own and its descendants', found in a few places, so
+        # each find is given to its ancestors (a union at every node cost a walk of
+        # every node's children)
+        holds: dict[int, set[str]] = {}
         starts = []
-        while stack:
-            node, done, looped = stack.pop()
-            if not done:
-                if node.type == "compound_statement" or node.type in PREPROC_BLOCKS:
-                    starts.append(node.start_byte)
-                    if looped and node.type == "compound_statement":
-                        self.in_loop.add(node.id)
-                stack.append((node, True, looped))
-                inner = looped or node.type in _LOOPS
-                stack.extend((c, False, inner) for c in reversed(node.children))
-                continue
-            here: set[str] = set()
-            if node.type == "thread_label":
-                here.add(str(label_number(node)))
-            elif node.type == "call_expression" and node.id in self.call_entry:
-                here.add(self.call_entry[node.id])
-            jump = node.type in ("labeled_statement", "case_statement")
-            for c in node.children:
-                here |= self.holds.get(c.id, frozenset())
-                jump = jump or c.id in self.jump_target
-            if here:
-                self.holds[node.id] = frozenset(here)
-            if jump:
+        cursor = self.entries.body.walk()
+        path: list[tuple[int, bool]] = []  # each ancestor: its id, its children looped
+        while True:
+            node = cursor.node
+            assert node is not None
+            t = node.type
+            looped = bool(path) and path[-1][1]
+            if t == "compound_statement" or t in PREPROC_BLOCKS:
+                starts.append(node.start_byte)
+                if looped and t == "compound_statement":
+                    self.in_loop.add(node.id)
+            entry = None
+            if t == "thread_label":
+                entry = str(label_number(node))
+            elif t == "call_expression":
+                entry = self.call_entry.get(node.id)
+            if entry is not None:
+                for holder in (node.id, *(i for i, _ in path)):
+                    holds.setdefault(holder, set()).add(entry)
+            if t in ("labeled_statement", "case_statement"):
                 self.jump_target.add(node.id)
-        self.block_starts = sorted(starts)
+                self.jump_target.update(i for i, _ in path)
+            if cursor.goto_first_child():
+                path.append((node.id, looped or t in _LOOPS))
+                continue
+            while not cursor.goto_next_sibling():
+                if not cursor.goto_parent():
+                    self.holds = {k: frozenset(v) for k, v in holds.items()}
+                    self.block_starts = sorted(starts)
+                    return
+                path.pop()
 
     def _items_of(self, block: Node) -> tuple[list[Node], list[Node], list[int]]:
         """The block's items, its children, and where each item is among them (once:

@@ -4,10 +4,17 @@
 tree-sitter grammar binding does; `HIGHLIGHTS_QUERY` is the highlighting query.
 """
 
-from importlib.resources import files
-
 from ._binding import language
 
-HIGHLIGHTS_QUERY: str = (files(__package__) / "queries" / "highlights.scm").read_text()
+
+def __getattr__(name: str) -> str:
+    # read when first asked for: importlib.resources would cost every start of the
+    # translator 7 ms
+    if name == "HIGHLIGHTS_QUERY":
+        from importlib.resources import files
+
+        return (files(__package__) / "queries" / "highlights.scm").read_text()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = ["HIGHLIGHTS_QUERY", "language"]
