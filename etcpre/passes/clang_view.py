@@ -486,6 +486,8 @@ class _Collector:
         self.types: dict[bytes, _Type] = {}  # by the type's bytes
         self.pointees: dict[bytes, tuple[int, str, str] | None] = {}  # ... Arg.pointee
         self.var_types: dict[bytes, tuple[bool, int | None, bool]] = {}  # ... Var's
+        # a parameter's (adjusted type, type): what Param says of them
+        self.param_types: dict[bytes, tuple[str, str, str, bool, bool, bool]] = {}
 
     # -- parsing
 
@@ -682,10 +684,13 @@ class _Collector:
                 _, e = self.where(ext.end)
                 text = self.header_text(path, s, e)
             t = p.type
-            params.append(Param(p.spelling, text, _spell(adjusted.spelling),
-                                adjusted.get_canonical().spelling, _layout(adjusted),
-                                not _has_const(t), t.is_const_qualified(),
-                                _has_const(t, depth=-1)))
+            key = bytes(adjusted) + bytes(t)
+            if key not in self.param_types:
+                self.param_types[key] = (
+                    _spell(adjusted.spelling), adjusted.get_canonical().spelling,
+                    _layout(adjusted), not _has_const(t), t.is_const_qualified(),
+                    _has_const(t, depth=-1))
+            params.append(Param(p.spelling, text, *self.param_types[key]))
         static = cur.storage_class == ci.StorageClass.STATIC
         decl = ThreadedDecl(cur.spelling, tuple(params), path, off, cur.location.line,
                             cur.is_definition(), static)
