@@ -255,9 +255,7 @@ def bench(quick: bool) -> Section:
     verdict = "met" if worst <= 5 else "not met"
     stretch = "met" if worst <= 3 else "not met"
     sec.add("etcpre: the command (Python start-up with its bytecode cached, libclang in a "
-            "child, all passes; a large file's walk of libclang's cursors is split between "
-            "two processes, so its CPU time, user and system of all its processes, can "
-            "exceed its wall time, and the wall time gains from a free CPU); "
+            "child, all passes; its CPU time is user and system time of all its processes); "
             "in-process: `translate()` alone, without start-up. "
             f"Goal (issue 19): etcpre at most 5x cc on every shape: **{verdict}** "
             f"(largest {worst:.1f}x); stretch 3x: **{stretch}**.", "")
