@@ -31,7 +31,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from etcpre.launch.sinks import Sinks
+from etcpre.launch.sinks import Sinks, read_pipe
 
 STOP_GRACE = 3.0  # seconds the MPI launcher has to stop its ranks after a signal
 DASHES = re.compile(r"^-{20,}$")
@@ -220,12 +220,9 @@ class Launcher:
                 _signal_group(proc.pid, signal.SIGKILL)
                 break
             for key, _ in self.sel.select(0.2):
-                try:
-                    data = os.read(key.fd, 65536)
-                except BlockingIOError:
+                data = read_pipe(key.fd)
+                if data is None:
                     continue
-                except OSError:
-                    data = b""
                 self.relay(key.data, data, eof=not data)
                 if not data:
                     self.sel.unregister(key.fileobj)

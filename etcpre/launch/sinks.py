@@ -1,7 +1,9 @@
-"""etcrun's own stdout and stderr, as a launcher relays a run's output to them (N10)."""
+"""A launcher relaying a run's output (N10): reading the nodes' pipes, and writing
+etcrun's own stdout and stderr."""
 
 from __future__ import annotations
 
+import os
 import sys
 from typing import BinaryIO
 
@@ -35,3 +37,14 @@ class Sinks:
                 name = "standard output" if stream == "out" else "standard error"
                 return f"cannot write to {name}: {exc.strerror or exc}"
         return None
+
+
+def read_pipe(fd: int) -> bytes | None:
+    """What a node's non-blocking output pipe holds now: b"" at its end (or a read
+    error, which ends it too), None when nothing is there yet."""
+    try:
+        return os.read(fd, 65536)
+    except BlockingIOError:
+        return None
+    except OSError:
+        return b""

@@ -38,7 +38,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from etcpre.launch.sinks import Sinks
+from etcpre.launch.sinks import Sinks, read_pipe
 
 WIRE_VERSION = 2  # runtime/net/tcp/tcp.c says the same (a test keeps them equal)
 LOCAL_NAMES = {"localhost", "127.0.0.1", "::1", "ip6-localhost"}
@@ -417,12 +417,9 @@ class Launcher:
             if pipe is None or pipe.closed:
                 continue
             while True:
-                try:
-                    data = os.read(pipe.fileno(), 65536)
-                except BlockingIOError:
+                data = read_pipe(pipe.fileno())
+                if data is None:
                     break
-                except OSError:
-                    data = b""
                 if data:
                     self.emit(node, stream, data, eof=False)
                     continue
@@ -454,12 +451,9 @@ class Launcher:
             elif kind == "ctl":
                 self.control(key.fileobj, node)  # type: ignore[arg-type]
             else:
-                try:
-                    data = os.read(key.fd, 65536)
-                except BlockingIOError:
+                data = read_pipe(key.fd)
+                if data is None:
                     continue
-                except OSError:
-                    data = b""
                 self.emit(node, kind, data, eof=not data)
                 if not data:
                     self.sel.unregister(key.fileobj)
