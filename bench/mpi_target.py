@@ -24,7 +24,7 @@ def raw_mpi(prog: Path, *args: str) -> float:
     cmd = mpi_launch.mpi_command(env)
     if os.geteuid() == 0:
         env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
-    if mpi_launch.is_open_mpi(cmd, env) and 2 > mpi_launch.cpu_count():
+    if mpi_launch.launcher_kind(cmd, env) == "openmpi" and 2 > mpi_launch.cpu_count():
         cmd += ["--oversubscribe", "--bind-to", "none"]
     return float(run([*cmd, "-n", "2", str(prog), *args], env=env).stdout.split()[-1])
 

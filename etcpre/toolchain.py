@@ -66,7 +66,7 @@ TARGETS: MappingProxyType[str, Target] = MappingProxyType({t.name: t for t in (
     # mpicc both compiles and links (it adds MPI's flags and libraries); the same
     # binary also runs under a plain `mpirun -n N` or `srun -n N`
     Target("mpi", "N MPI ranks, started by mpirun, mpiexec or ETC_MPIRUN", max_nodes=65534,
-           launcher="mpi", compiler="mpicc", tools=("mpicc", "mpiexec"),
+           launcher="mpi", hosts=True, compiler="mpicc", tools=("mpicc", "mpiexec"),
            compiler_env="ETC_MPICC"),
 )})
 DEFAULT_TARGET = "smp"

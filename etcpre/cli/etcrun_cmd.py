@@ -75,9 +75,11 @@ def _arg_parser() -> argparse.ArgumentParser:
                     help="prefix every output line with [node]")
     ap.add_argument("--hosts", metavar="FILE",
                     help=", ".join(t.name for t in toolchain.TARGETS.values() if t.hosts)
-                    + ": one 'host' or 'host:count' per line")
+                    + ": one 'host:count' per line, or 'host' for as many nodes as "
+                    "the program may use CPUs there (docs/architecture.md)")
     ap.add_argument("--rsh", metavar="CMD", default="ssh",
-                    help="tcp: command that starts a node on another host (default ssh)")
+                    help="the command that runs a program on another host (default ssh): tcp "
+                    "nodes, and the question what a host without a count in --hosts gives")
     ap.add_argument("--timeout", type=_seconds, default=30.0, metavar="S",
                     help="tcp: seconds for all nodes to start and connect (default 30)")
     ap.add_argument("program", help="the program (built by etcc)")
@@ -119,6 +121,23 @@ def _body(argv: list[str]) -> int:
         except argparse.ArgumentTypeError:
             return fail(f"ETC_NODES='{os.environ['ETC_NODES']}' is not a node count "
                          f"(1 to {MAX_NODES}, or auto)")
+    if opts.hosts and not target.hosts:
+        needs = " or ".join(t.name for t in toolchain.TARGETS.values() if t.hosts)
+        return fail(f"--hosts needs a {needs} program; {opts.program} was built for "
+                     f"{info.target}")
+    opts.host_slots = None
+    if opts.hosts:
+        from etcpre.launch import hosts  # only runs on several hosts pay for it
+        try:
+            opts.host_slots = hosts.resolve(hosts.parse_hosts(opts.hosts), prog,
+                                            hosts.rsh_command(opts.rsh), os.environ, opts.timeout)
+        except hosts.HostsError as exc:
+            return fail(str(exc))
+        if opts.verbose:
+            for slot in opts.host_slots:
+                sys.stderr.write(f"etcrun: --hosts {slot.describe()}\n")
+        if nodes in (None, "auto"):  # every host's count
+            nodes = sum(slot.count for slot in opts.host_slots)
     if nodes == "auto":  # as the runtime decides it (core/cpus.c)
         found = cpus.auto_nodes(os.environ)
         nodes = min(found.nodes, target.max_nodes)
@@ -154,10 +173,6 @@ def _body(argv: list[str]) -> int:
         if out.is_dir() or not out.resolve().parent.is_dir():
             return fail(f"--trace: cannot write {opts.trace}: "
                          f"{'a directory' if out.is_dir() else 'no such directory'}")
-    if opts.hosts and not target.hosts:
-        needs = " or ".join(t.name for t in toolchain.TARGETS.values() if t.hosts)
-        return fail(f"--hosts needs a {needs} program; {opts.program} was built for "
-                     f"{info.target}")
     env = dict(os.environ)
     if opts.lb:
         env["ETC_LB"] = opts.lb

@@ -5,7 +5,9 @@ The MPI launcher is `ETC_MPIRUN` (a command line, e.g. `srun --mpi=pmix`), else
 `mpirun`, else `mpiexec`; etcrun appends `-n N program args...`. For Open MPI's
 (recognised by its `--version`) it adds what this machine needs (docs/protocols.md
 P9): `--oversubscribe --bind-to none` when N exceeds the CPUs, `-x VAR` for the
-`ETC_*` settings, and a private session directory, removed after the run. Run as
+`ETC_*` settings, and a private session directory, removed after the run; with
+`--hosts` a host file for Open MPI's or MPICH's launcher (etcpre/launch/hosts.py
+decides each host's count). Run as
 root, `OMPI_ALLOW_RUN_AS_ROOT=1` and `OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1` are in the
 environment of any MPI launcher (Open MPI refuses root without them).
 
@@ -31,6 +33,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from etcpre.launch.hosts import HostSlots
 from etcpre.launch.sinks import Sinks, read_pipe
 
 STOP_GRACE = 3.0  # seconds the MPI launcher has to stop its ranks after a signal
@@ -78,16 +81,34 @@ def mpi_command(env: dict[str, str]) -> list[str]:
                       "or name the launcher in ETC_MPIRUN)")
 
 
-def is_open_mpi(cmd: list[str], env: dict[str, str]) -> bool:
+def launcher_kind(cmd: list[str], env: dict[str, str]) -> str | None:
+    """"openmpi" or "hydra" (MPICH's) from the MPI launcher's --version; None: another
+    (srun, a wrapper), to which etcrun adds nothing but `-n N`."""
     # mpirun, or Debian's alternatives' targets: mpirun.openmpi, mpiexec.mpich, ...
     if Path(cmd[0]).name.split(".")[0] not in ("mpirun", "mpiexec", "orterun", "prterun"):
-        return False
+        return None
     try:
         out = subprocess.run([cmd[0], "--version"], capture_output=True, text=True,
                              timeout=20, env=env, check=False, stdin=subprocess.DEVNULL)
     except (OSError, subprocess.TimeoutExpired):
-        return False
-    return "Open MPI" in out.stdout + out.stderr or "OpenRTE" in out.stdout + out.stderr
+        return None
+    said = out.stdout + out.stderr
+    if "Open MPI" in said or "OpenRTE" in said:
+        return "openmpi"
+    return "hydra" if "HYDRA" in said else None
+
+
+def host_file(kind: str | None, slots: list[HostSlots], where: str) -> list[str]:
+    """The MPI launcher's flags that place the ranks on `slots` (P9)."""
+    if kind is None:
+        raise LaunchError("--hosts: etcrun knows how to give hosts to Open MPI's and MPICH's "
+                          "launchers only; give them to this one (ETC_MPIRUN) its own way")
+    path = Path(where) / "hosts"
+    if kind == "openmpi":
+        path.write_text("".join(f"{s.host} slots={s.count}\n" for s in slots))
+        return ["--hostfile", str(path)]
+    path.write_text("".join(f"{s.host}:{s.count}\n" for s in slots))
+    return ["-f", str(path)]
 
 
 def signal_name(num: int) -> str:
@@ -116,7 +137,8 @@ def explain(text: str, status: int) -> str:
 
 
 class Launcher:
-    def __init__(self, prog: Path, args: list[str], n: int, env: dict[str, str]) -> None:
+    def __init__(self, prog: Path, args: list[str], n: int, env: dict[str, str],
+                 slots: list[HostSlots] | None = None) -> None:
         self.n = n
         self.env = dict(env)
         self.env["ETC_NODES"] = str(n)
@@ -126,16 +148,25 @@ class Launcher:
         if os.geteuid() == 0:  # Open MPI refuses root without both; others ignore them
             self.env["OMPI_ALLOW_RUN_AS_ROOT"] = "1"
             self.env["OMPI_ALLOW_RUN_AS_ROOT_CONFIRM"] = "1"
-        if is_open_mpi(cmd, self.env):
-            if n > cpu_count():
+        kind = launcher_kind(cmd, self.env)
+        if kind == "openmpi" or slots:
+            # its session directory and our host file: removed after the run, however
+            # it ends
+            self.tmp = tempfile.mkdtemp(prefix="etc-mpi-")
+        if slots:
+            try:
+                flags += host_file(kind, slots, self.tmp or "")
+            except BaseException:
+                shutil.rmtree(self.tmp or "", ignore_errors=True)
+                raise
+        if kind == "openmpi":
+            if n > (sum(s.count for s in slots) if slots else cpu_count()):
                 flags += ["--oversubscribe", "--bind-to", "none"]
             for key in PASS_ON:
                 if key in self.env:
                     flags += ["-x", key]
-            # its session directory: removed after the run, however it ends
-            self.tmp = tempfile.mkdtemp(prefix="etc-mpi-")
-            self.env["OMPI_MCA_orte_tmpdir_base"] = self.tmp
-            self.env["OMPI_MCA_prte_tmpdir_base"] = self.tmp
+            self.env["OMPI_MCA_orte_tmpdir_base"] = self.tmp or ""
+            self.env["OMPI_MCA_prte_tmpdir_base"] = self.tmp or ""
         # absolute: a launcher may look a bare name up in PATH, or start elsewhere
         self.cmd = [*cmd, *flags, "-n", str(n), str(prog.resolve()), *args]
         self.sel = selectors.DefaultSelector()
@@ -260,7 +291,7 @@ def _signal_group(pid: int, sig: int) -> None:
 def launch(prog: Path, args: list[str], n: int, env: dict[str, str],
            opts: argparse.Namespace) -> int:
     try:
-        return Launcher(prog, args, n, env).run()
+        return Launcher(prog, args, n, env, opts.host_slots).run()
     except LaunchError as exc:
         sys.stderr.write(f"etcrun: error: {exc}\n")
         return 2

@@ -1,10 +1,11 @@
 """etcrun's launcher for tcp programs: start N nodes, wire them up, watch them.
 
-Nodes run on this host (default) or on the hosts of `--hosts FILE` (one `host` or
-`host:count` per line, started with `--rsh`, ssh by default, in the same directory
-with the same program path). Each node gets the launcher's control address in its
-environment and the run's random secret as the first line of its standard input
-(never on a command line, where other users could read it). The launcher:
+Nodes run on this host (default) or on the hosts of `--hosts FILE` (etcpre/launch/
+hosts.py: `host:count` or `host` for auto, per line), started with `--rsh`, ssh by
+default, in the same directory with the same program path. Each node gets the
+launcher's control address in its environment and the run's random secret as the
+first line of its standard input (never on a command line, where other users could
+read it). The launcher:
 
 1. collects every node's HELLO (secret, address, executable fingerprint) on a
    control socket bound to the one interface the nodes need; a connection without
@@ -38,10 +39,10 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from etcpre.launch.hosts import HostsError, HostSlots, is_local, placement, rsh_command
 from etcpre.launch.sinks import Sinks, read_pipe
 
 WIRE_VERSION = 2  # runtime/net/tcp/tcp.c says the same (a test keeps them equal)
-LOCAL_NAMES = {"localhost", "127.0.0.1", "::1", "ip6-localhost"}
 STOP_GRACE = 2.0
 WHERE_WAIT = 0.3  # L7: how long the nodes have to say what they run (each waits 50 ms)
 SUSPECT_GRACE = 1.0  # how long a lost node's own exit status may take to say why
@@ -79,37 +80,6 @@ class Node:
                                                                 "err": bytearray()})
 
 
-def parse_hosts(path: str) -> list[tuple[str, int]]:
-    try:
-        text = Path(path).read_text()
-    except OSError as exc:
-        raise LaunchError(f"--hosts {path}: {exc.strerror}") from None
-    hosts = []
-    for i, raw in enumerate(text.splitlines(), 1):
-        line = raw.split("#", 1)[0].strip()
-        if not line:
-            continue
-        host, _, count = line.rpartition(":") if line.count(":") == 1 else (line, "", "1")
-        if not host:
-            host, count = line, "1"
-        if not count.isdigit() or int(count) < 1 or not host or " " in host:
-            raise LaunchError(f"{path}:{i}: expected 'host' or 'host:count', got '{raw}'")
-        hosts.append((host, int(count)))
-    if not hosts:
-        raise LaunchError(f"--hosts {path}: no hosts in the file")
-    return hosts
-
-
-def placement(hosts: list[tuple[str, int]], n: int) -> list[str]:
-    """Node k's host: fill each host's count in order, around again if needed."""
-    slots = [h for h, c in hosts for _ in range(c)]
-    return [slots[k % len(slots)] for k in range(n)]
-
-
-def is_local(host: str) -> bool:
-    return host in LOCAL_NAMES or host == socket.gethostname()
-
-
 def bind_address(hosts: list[str]) -> str:
     """The address of the one interface the nodes need to reach the launcher."""
     remote = [h for h in hosts if not is_local(h)]
@@ -133,10 +103,10 @@ class Launcher:
         self.n = n
         self.env = env
         self.timeout = opts.timeout
-        self.rsh = shlex.split(opts.rsh)
+        self.rsh = rsh_command(opts.rsh)
         self.tag = opts.tag_output
-        hosts = parse_hosts(opts.hosts) if opts.hosts else [("localhost", n)]
-        self.nodes = [Node(k, h) for k, h in enumerate(placement(hosts, n))]
+        slots = opts.host_slots or [HostSlots("localhost", n)]  # etcrun resolved --hosts
+        self.nodes = [Node(k, h) for k, h in enumerate(placement(slots, n))]
         self.secret = secrets.token_hex(32)
         self.sel = selectors.DefaultSelector()
         self.error: str | None = None
@@ -639,6 +609,6 @@ def launch(prog: Path, args: list[str], n: int, env: dict[str, str],
            opts: argparse.Namespace) -> int:
     try:
         return Launcher(prog, args, n, env, opts).run()
-    except LaunchError as exc:
+    except (LaunchError, HostsError) as exc:
         sys.stderr.write(f"etcrun: error: {exc}\n")
         return 2

@@ -150,3 +150,19 @@ int etc_auto_nodes(void)
     int n = etc_usable_cpus() - others_runnable();
     return n > 0 ? n : 1;
 }
+
+/* etcrun asks a remote host what `auto` means there by running the program itself
+ * with ETC_QUERY=auto-nodes (the one etc artefact every host has): it answers on
+ * stdout and exits without starting a node. */
+int etc_cpus_answer_query(const char *query)
+{
+    if (strcmp(query, "auto-nodes") != 0) {
+        fprintf(stderr, "etc: error: ETC_QUERY='%s' is not a question this program "
+                        "answers (auto-nodes)\n", query);
+        return 2;
+    }
+    int usable = etc_usable_cpus(), busy = others_runnable();
+    printf("etc-auto-nodes %d usable %d busy %d\n", usable - busy > 0 ? usable - busy : 1,
+           usable, busy);
+    return fflush(stdout) == 0 ? 0 : 1;
+}

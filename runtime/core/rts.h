@@ -154,6 +154,8 @@ void etc_crash_init(void);
 
 /* cpus.c: the node count ETC_NODES=auto means (etc_usable_cpus is in net/net.h). */
 int etc_auto_nodes(void);
+/* Answers ETC_QUERY on stdout (etcrun's question to a remote host); main's exit status. */
+int etc_cpus_answer_query(const char *query);
 /* The address of the instruction a signal interrupted (0 if unknown here). */
 uintptr_t etc_interrupted_pc(const void *ucontext);
 

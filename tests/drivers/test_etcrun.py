@@ -70,7 +70,7 @@ def test_errors(build: Builder, tmp_path: Path) -> None:
         (["-n", "0", str(build("fib.tc"))], "'0' is not a node count (1 to 65534, or auto)"),
         (["--lb", "best", str(build("fib.tc"))], "unknown load balancer 'best'"),
         (["--prof", str(build("fib.tc"))], "was not built with -prof"),
-        (["--hosts", "h", str(build("fib.tc"))], "--hosts needs a tcp program"),
+        (["--hosts", "h", str(build("fib.tc"))], "--hosts needs a tcp or mpi program"),
     ]
     for args, message in cases:
         proc = etcrun(*args)

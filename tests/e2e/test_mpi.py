@@ -26,6 +26,7 @@ from support import (
     Leftovers,
     check_sample,
     etcc,
+    etcrun,
     processes_of,
     require,
     run,
@@ -47,7 +48,7 @@ def plain_launcher(n: int) -> tuple[list[str], dict[str, str]]:
     env.pop("ETC_NODES", None)
     if os.geteuid() == 0:
         env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
-    if mpi_launch.is_open_mpi(cmd, env) and n > mpi_launch.cpu_count():
+    if mpi_launch.launcher_kind(cmd, env) == "openmpi" and n > mpi_launch.cpu_count():
         cmd += ["--oversubscribe", "--bind-to", "none"]
     return [*cmd, "-n", str(n)], env
 
@@ -228,6 +229,46 @@ def test_under_mpich(tmp_path: Path) -> None:
         proc = run(fib, "18", nodes=n, env={**env, "ETC_MPIRUN": MPICH[1]})
         assert proc.returncode == 0, proc.stderr
         assert proc.stdout == "fib(18) = 2584\n", proc.stdout
+    # --hosts becomes Hydra's host file (`host:count`): its counts make the run's size
+    hosts = tmp_path / "hosts"
+    hosts.write_text("localhost:3\n")
+    proc = etcrun("--hosts", str(hosts), str(prog), env={**env, "ETC_MPIRUN": MPICH[1]})
+    assert proc.returncode == 0, proc.stderr
+    check_sample("hello", 3, proc.stdout, causal=False)
+
+
+def test_hosts_place_the_ranks(build: Builder, tmp_path: Path) -> None:
+    # --hosts becomes Open MPI's host file (`host slots=count`); a host without a
+    # count gets what `-n auto` finds there (issue 18); more ranks than slots
+    # oversubscribe
+    prog = build("hello.tc", target="mpi")
+    here = len(os.sched_getaffinity(0))
+    load = tmp_path / "loadavg"
+    load.write_text("0.50 0.40 0.30 1/321 4567\n")  # nobody else runnable
+    hosts = tmp_path / "hosts"
+    hosts.write_text("localhost\n")
+    env = {**os.environ, "ETC_LOADAVG": str(load)}
+    env.pop("ETC_MPIRUN", None)
+    proc = etcrun("-v", "--hosts", str(hosts), str(prog), env=env)
+    assert proc.returncode == 0, proc.stderr
+    check_sample("hello", here, proc.stdout, causal=False)
+    assert f"etcrun: --hosts localhost: auto, {here} node" in proc.stderr
+    hosts.write_text("localhost:1\n")
+    proc = etcrun("--hosts", str(hosts), "-n", "3", str(prog), env=env)
+    assert proc.returncode == 0, proc.stderr
+    check_sample("hello", 3, proc.stdout, causal=False)
+    # a launcher etcrun does not know takes its hosts its own way
+    other = tmp_path / "srun"
+    other.write_text("#!/bin/sh\nexit 3\n")
+    other.chmod(0o755)
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    proc = etcrun("--hosts", str(hosts), str(prog),
+                  env={**env, "ETC_MPIRUN": str(other), "TMPDIR": str(tmp)})
+    assert proc.returncode == 2
+    assert "etcrun: error: --hosts: etcrun knows how to give hosts to Open MPI's and MPICH's" \
+        in proc.stderr, proc.stderr
+    assert not list(tmp.iterdir()), "etcrun left its host file behind"
 
 
 def test_tagged_output(build: Builder) -> None:

@@ -158,7 +158,7 @@ def test_silent_connections_do_not_delay_start_up(build: Builder, tmp_path: Path
     # blocking timeout: 20 of them failed the run at its 30 s start-up timeout).
     prog = build("hello.tc", target="tcp")
     hosts = tmp_path / "hosts"
-    hosts.write_text("localhost:2\n127.0.0.2\n")  # node 2: started late, through --rsh
+    hosts.write_text("localhost:2\n127.0.0.2:1\n")  # node 2: started late, through --rsh
     (tmp_path / "tmp").mkdir()
     left = Leftovers(prog, tmp_path / "tmp")
     delay = 2.0
@@ -295,7 +295,7 @@ def test_a_garbage_frame_ends_the_run(build: Builder, tmp_path: Path) -> None:
 def test_a_node_that_cannot_start_is_named(build: Builder, tmp_path: Path) -> None:
     prog = build("fib.tc", target="tcp")
     hosts = tmp_path / "hosts"
-    hosts.write_text("localhost\n127.0.0.2\n")  # 127.0.0.2: started through --rsh
+    hosts.write_text("localhost:1\n127.0.0.2:1\n")  # 127.0.0.2: started through --rsh
     (tmp_path / "tmp").mkdir()
     left = Leftovers(prog, tmp_path / "tmp")
     hang = tmp_path / "hang-rsh"
@@ -321,7 +321,7 @@ def test_a_node_that_cannot_start_is_named(build: Builder, tmp_path: Path) -> No
     assert "node 1 on host 127.0.0.2 exited before connecting (exited with status 255)" \
         in proc.stderr, proc.stderr
     assert "No route to host" in proc.stderr  # what the remote shell said is shown
-    hosts.write_text("no-such-host.invalid\n")
+    hosts.write_text("no-such-host.invalid:1\n")
     proc = etcrun("--rsh", str(fail))
     assert proc.returncode == 2
     assert "etcrun: error: cannot resolve host 'no-such-host.invalid'" in proc.stderr
@@ -329,6 +329,118 @@ def test_a_node_that_cannot_start_is_named(build: Builder, tmp_path: Path) -> No
     assert not any(Path("/proc").glob("*/cmdline")) or \
         all(b"hang-rsh" not in p.read_bytes() for p in Path("/proc").glob("[0-9]*/cmdline")
             if p.exists())
+
+
+# ---------------------------------------------------------------- hosts without a count
+
+
+def _fake_load(tmp: Path, name: str, runnable: int) -> str:
+    f = tmp / name
+    f.write_text(f"0.50 0.40 0.30 {runnable}/321 4567\n")
+    return str(f)
+
+
+def _quota_rsh(tmp: Path, cpus: int) -> Path:
+    """A remote shell to a "host" whose cgroup allows `cpus` CPUs, idle otherwise."""
+    cgroup = tmp / f"cgroup-{cpus}"
+    cgroup.mkdir()
+    (cgroup / "cpu.max").write_text(f"{cpus * 100000} 100000\n")
+    rsh = tmp / f"rsh-{cpus}"
+    rsh.write_text(f"#!/bin/sh\nshift\nexport ETC_CGROUP_DIR={cgroup} "
+                   f"ETC_LOADAVG={_fake_load(tmp, f'load-{cpus}', 1)}\nexec sh -c \"$*\"\n")
+    rsh.chmod(0o755)
+    return rsh
+
+
+def test_a_host_without_a_count_gets_the_nodes_auto_finds_there(build: Builder,
+                                                                 tmp_path: Path) -> None:
+    # issue 18: `-n auto` applies per host: each bare entry gets the CPUs the program
+    # may use on that host less its other jobs' runnable tasks, this host's decided
+    # by etcrun, another's asked by running the program there (ETC_QUERY=auto-nodes)
+    prog = build("hello.tc", target="tcp")
+    here = len(os.sched_getaffinity(0))
+    hosts = tmp_path / "hosts"
+    hosts.write_text("localhost  # this host\n127.0.0.2\n127.0.0.3:auto\n")
+    env = {**os.environ, "ETC_LOADAVG": _fake_load(tmp_path, "load-here", 1)}
+    rsh = _quota_rsh(tmp_path, 1)  # a quota below this host's CPUs: it shows
+    for count in ([], ["-n", "auto"]):
+        proc = subprocess.run([str(BIN / "etcrun"), "-v", "--hosts", str(hosts), "--rsh",
+                               str(rsh), *count, str(prog)], capture_output=True, text=True,
+                              timeout=60, check=False, env=env)
+        assert proc.returncode == 0, proc.stderr
+        n = here + 1 + 1
+        assert f"all {n} node(s) said hello" in proc.stdout
+        assert (f"etcrun: --hosts localhost: auto, {here} node{'s' if here > 1 else ''} "
+                f"({here} usable CPU{'s' if here > 1 else ''}, 0 busy with other jobs)"
+                in proc.stderr), proc.stderr
+        for remote in ("127.0.0.2", "127.0.0.3"):
+            assert (f"etcrun: --hosts {remote}: auto, 1 node (1 usable CPU, 0 busy with "
+                    f"other jobs)" in proc.stderr), proc.stderr
+    # with a count, the nodes fill the hosts in order: here, then 127.0.0.2
+    proc = subprocess.run([str(BIN / "etcrun"), "--hosts", str(hosts), "--rsh", str(rsh),
+                           "-n", str(here + 1), str(prog)], capture_output=True, text=True,
+                          timeout=60, check=False, env=env)
+    assert proc.returncode == 0, proc.stderr
+    assert f"all {here + 1} node(s) said hello" in proc.stdout
+
+
+def test_a_host_that_cannot_say_its_cpus_is_named(build: Builder, tmp_path: Path) -> None:
+    prog = build("fib.tc", target="tcp")
+    hosts = tmp_path / "hosts"
+    hosts.write_text("localhost:1\n127.0.0.2\n")
+    fail = tmp_path / "fail-rsh"
+    fail.write_text("#!/bin/sh\necho \"ssh: connect to host $1: No route to host\" >&2\n"
+                    "exit 255\n")
+    fail.chmod(0o755)
+    hang = tmp_path / "hang-rsh"
+    hang.write_text("#!/bin/sh\nexec sleep 60\n")
+    hang.chmod(0o755)
+
+    def etcrun(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([str(BIN / "etcrun"), "--hosts", str(hosts), *args, str(prog),
+                               "10"], capture_output=True, text=True, timeout=30, check=False)
+
+    proc = etcrun("--rsh", str(fail))
+    assert proc.returncode == 2
+    assert proc.stderr == ("etcrun: error: host 127.0.0.2: cannot ask how many CPUs the "
+                           "program may use there: ssh: connect to host 127.0.0.2: No route "
+                           "to host\n")
+    t0 = time.monotonic()
+    proc = etcrun("--rsh", str(hang), "--timeout", "1")
+    assert proc.returncode == 2
+    assert "etcrun: error: host 127.0.0.2: no answer in time" in proc.stderr, proc.stderr
+    assert time.monotonic() - t0 < 10
+    for bad, why in (("127.0.0.2:0\n", "expected 'host', 'host:count' or 'host:auto'"),
+                     ("127.0.0.2:many\n", "expected 'host', 'host:count' or 'host:auto'"),
+                     ("# nobody\n", "no hosts in the file")):
+        hosts.write_text(bad)
+        proc = etcrun("--rsh", str(fail))
+        assert proc.returncode == 2 and why in proc.stderr, proc.stderr
+
+
+def test_the_program_answers_what_auto_means_on_its_host(build: Builder,
+                                                          tmp_path: Path) -> None:
+    # what etcrun asks a remote host: the runtime's rule (core/cpus.c), the one
+    # etcrun applies here (etcpre/cpus.py)
+    from etcpre import cpus
+    prog = build("fib.tc", target="tcp")
+    cgroup = tmp_path / "cgroup"
+    cgroup.mkdir()
+    (cgroup / "cpu.max").write_text("150000 100000\n")
+    for runnable in (1, 2, 9):
+        env = {**os.environ, "ETC_CGROUP_DIR": str(cgroup),
+               "ETC_LOADAVG": _fake_load(tmp_path, "load", runnable), "ETC_QUERY": "auto-nodes"}
+        proc = subprocess.run([str(prog)], capture_output=True, text=True, timeout=30,
+                              check=False, env=env)
+        found = cpus.auto_nodes(env)
+        assert proc.returncode == 0, proc.stderr
+        assert proc.stdout == (f"etc-auto-nodes {found.nodes} usable {found.usable} "
+                               f"busy {found.busy}\n")
+    proc = subprocess.run([str(prog)], capture_output=True, text=True, timeout=30,
+                          check=False, env={**os.environ, "ETC_QUERY": "weather"})
+    assert proc.returncode == 2
+    assert proc.stderr == ("etc: error: ETC_QUERY='weather' is not a question this program "
+                           "answers (auto-nodes)\n")
 
 
 # ---------------------------------------------------------------- two "hosts"
