@@ -44,8 +44,18 @@ typedef struct {
 } msg_blkget;
 
 typedef struct {
-    uint64_t fn, size;
+    uint64_t fn; /* then the parameter frame from INVOKE_SENT_FROM on: its size is implied */
 } msg_invoke;
+
+/* Every parameter frame starts with the etc_ret of its start (etcpre's lowering);
+ * an INVOKE's resumes nobody, so it is all zeros and the receiver writes it back
+ * instead of reading it from the wire. The checking build's also names who
+ * started the function, for its reports: sent whole. */
+#ifdef ETC_CHECK
+#define INVOKE_SENT_FROM ((size_t)0)
+#else
+#define INVOKE_SENT_FROM sizeof(etc_ret)
+#endif
 
 #define U64(p) ((uint64_t)(uintptr_t)(p))
 #define PTR(u) ((void *)(uintptr_t)(u))
@@ -159,8 +169,10 @@ void etc_invoke_remote(int node, etc_thread fn, void *pp, size_t size)
         etc_fatal_in_thread("INVOKE: node %d does not exist (%s)", node,
                             etc_run_nodes(nodes, sizeof nodes));
     }
-    msg_invoke m = {U64(fn), size};
-    etc_send(node, ETC_M_INVOKE, &m, sizeof m, pp, size);
+    ETC_ASSERT(size >= sizeof(etc_ret) && ((etc_ret *)pp)->ip == NULL);
+    msg_invoke m = {U64(fn)};
+    etc_send(node, ETC_M_INVOKE, &m, sizeof m, (const char *)pp + INVOKE_SENT_FROM,
+             size - INVOKE_SENT_FROM);
     etc_block_free(pp, size);
 }
 
@@ -295,10 +307,11 @@ static void handle_invoke(int src, int type, const void *body, size_t len)
 {
     msg_invoke m;
     take(&m, sizeof m, body, len, 0, src, type);
-    if (m.size != len - sizeof m)
-        bad_message(src, type, len);
-    void *pp = etc_frame_alloc(m.size);
-    memcpy(pp, (const char *)body + sizeof m, m.size);
+    size_t sent = len - sizeof m;
+    char *pp = etc_frame_alloc(INVOKE_SENT_FROM + sent);
+    if (INVOKE_SENT_FROM)
+        *(etc_ret *)pp = (etc_ret){0};
+    memcpy(pp + INVOKE_SENT_FROM, (const char *)body + sizeof m, sent);
     etc_rq_push((etc_thread)PTR(m.fn), pp, 0);
 }
 

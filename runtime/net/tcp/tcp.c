@@ -397,8 +397,8 @@ static void nudge_if_stuck(void)
  * nothing waits before it for that peer: copying it into the buffer first cost
  * a quarter of a block move's time. What the socket does not take now is
  * copied, as any message is. Returns 0 when it cannot (then it is coalesced). */
-static int send_direct(int dest, int type, const void *a, size_t alen, const void *b,
-                       size_t blen)
+static __attribute__((noinline)) int send_direct(int dest, int type, const void *a,
+                                                 size_t alen, const void *b, size_t blen)
 {
     peer *p = &tcp.peers[dest];
     etc_wire_buf *w = &tcp.out.out[dest];
@@ -443,6 +443,7 @@ void etc_net_send(int dest, int type, const void *a, size_t alen, const void *b,
         return; /* it finished: only balancer chatter can still be addressed to it */
     LAYER_ENTER();
     size_t len = alen + blen;
+    /* send_direct out of line: a small message (most) then costs no spills */
     if (!(len >= DIRECT_AT && len <= MAX_MESSAGE && send_direct(dest, type, a, alen, b, blen)))
         etc_coalesce_send(&tcp.out, dest, type, a, alen, b, blen);
     LAYER_LEAVE();
