@@ -185,7 +185,13 @@ static void put_bytes(const void *src, void *dest, size_t n, etc_slot *slot)
         signal_slot(slot);
         return;
     }
-    size_t piece = etc_net_max_message() - sizeof(msg_put);
+    /* pieces of equal size, at most what the layer sends whole: no small last
+     * piece (1 MiB was four full pieces and 96 bytes), which a layer receiving
+     * pieces in place (N11) would read into its buffer with the next move's
+     * first bytes */
+    size_t most = etc_net_max_message() - sizeof(msg_put);
+    size_t pieces = n ? (n + most - 1) / most : 1;
+    size_t piece = (n + pieces - 1) / pieces;
     const char *s = src;
     uint64_t d = U64(etc_addr(dest));
     do {

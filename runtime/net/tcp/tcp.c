@@ -90,6 +90,7 @@ typedef struct {
     size_t place_left;    /* bytes still to come */
     size_t place_len, place_at;
     int place_type;
+    int head_next; /* the frame after it may be the next piece: read its head alone */
     unsigned char place_head[PLACE_HEAD]; /* its first place_at bytes */
     char addr[80];
 } peer;
@@ -560,6 +561,7 @@ static void placed(int k, ssize_t r)
     if (p->place_left)
         return;
     p->place = NULL;
+    p->head_next = 1;
     if (!tcp.finishing) /* N7, as deliver_frames */
         etc_deliver_placed(k, p->place_type, p->place_head, p->place_at, p->place_len);
 }
@@ -591,6 +593,9 @@ static int read_peer(int k)
          * about what a busy node runs before its next poll (20 us later), so
          * that a peer pipelining INVOKEs fills its socket, not our queues */
         size_t want = READ_CHUNK, have = etc_wire_pending(&p->in);
+        if (p->head_next && !have) /* N11: then the next piece is placed whole */
+            want = sizeof(etc_wire_hdr) + PLACE_HEAD;
+        p->head_next = 0;
         if (have >= sizeof(etc_wire_hdr)) {
             etc_wire_hdr h;
             memcpy(&h, p->in.buf + p->in.off, sizeof h);
