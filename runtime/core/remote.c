@@ -44,8 +44,18 @@ typedef struct {
 } msg_blkget;
 
 typedef struct {
-    uint64_t fn, size;
+    uint64_t fn; /* then the parameter frame from INVOKE_SENT_FROM on: its size is implied */
 } msg_invoke;
+
+/* Every parameter frame starts with the etc_ret of its start (etcpre's lowering);
+ * an INVOKE's resumes nobody, so it is all zeros and the receiver writes it back
+ * instead of reading it from the wire. The checking build's also names who
+ * started the function, for its reports: sent whole. */
+#ifdef ETC_CHECK
+#define INVOKE_SENT_FROM ((size_t)0)
+#else
+#define INVOKE_SENT_FROM sizeof(etc_ret)
+#endif
 
 #define U64(p) ((uint64_t)(uintptr_t)(p))
 #define PTR(u) ((void *)(uintptr_t)(u))
@@ -159,8 +169,10 @@ void etc_invoke_remote(int node, etc_thread fn, void *pp, size_t size)
         etc_fatal_in_thread("INVOKE: node %d does not exist (%s)", node,
                             etc_run_nodes(nodes, sizeof nodes));
     }
-    msg_invoke m = {U64(fn), size};
-    etc_send(node, ETC_M_INVOKE, &m, sizeof m, pp, size);
+    ETC_ASSERT(size >= sizeof(etc_ret) && ((etc_ret *)pp)->ip == NULL);
+    msg_invoke m = {U64(fn)};
+    etc_send(node, ETC_M_INVOKE, &m, sizeof m, (const char *)pp + INVOKE_SENT_FROM,
+             size - INVOKE_SENT_FROM);
     etc_block_free(pp, size);
 }
 
@@ -173,7 +185,13 @@ static void put_bytes(const void *src, void *dest, size_t n, etc_slot *slot)
         signal_slot(slot);
         return;
     }
-    size_t piece = etc_net_max_message() - sizeof(msg_put);
+    /* pieces of equal size, at most what the layer sends whole: no small last
+     * piece (1 MiB was four full pieces and 96 bytes), which a layer receiving
+     * pieces in place (N11) would read into its buffer with the next move's
+     * first bytes */
+    size_t most = etc_net_max_message() - sizeof(msg_put);
+    size_t pieces = n ? (n + most - 1) / most : 1;
+    size_t piece = (n + pieces - 1) / pieces;
     const char *s = src;
     uint64_t d = U64(etc_addr(dest));
     do {
@@ -284,6 +302,44 @@ static void handle_put(int src, int type, const void *body, size_t len)
     signal_slot(PTR(m.slot));
 }
 
+/* N11: a PUT's bytes go straight to its destination. Not in the checking and
+ * tracing builds: their bodies start with the sender's origin, which
+ * etc_deliver takes off, and the checking build checks the store. */
+void *etc_deliver_place(int src, int type, const void *head, size_t have, size_t len,
+                        size_t *at)
+{
+    (void)src;
+#if defined(ETC_CHECK) || defined(ETC_TRACE)
+    (void)type;
+    (void)head;
+    (void)have;
+    (void)len;
+    (void)at;
+    return NULL;
+#else
+    msg_put m;
+    if (type != ETC_M_PUT || have < sizeof m)
+        return NULL;
+    memcpy(&m, head, sizeof m);
+    if (m.n != len - sizeof m)
+        return NULL; /* malformed: delivered whole, handle_put reports it */
+    *at = sizeof m;
+    return PTR(m.dest);
+#endif
+}
+
+void etc_deliver_placed(int src, int type, const void *head, size_t at, size_t len)
+{
+    msg_put m;
+    if (type != ETC_M_PUT || at != sizeof m)
+        bad_message(src, type, len);
+    memcpy(&m, head, sizeof m);
+    ETC_PART_BEGIN(etc_prof_part_of_message(type));
+    etc_term_work_received(); /* W1, as etc_deliver */
+    signal_slot(PTR(m.slot));
+    ETC_PART_END();
+}
+
 static void handle_blkget(int src, int type, const void *body, size_t len)
 {
     msg_blkget m;
@@ -295,10 +351,11 @@ static void handle_invoke(int src, int type, const void *body, size_t len)
 {
     msg_invoke m;
     take(&m, sizeof m, body, len, 0, src, type);
-    if (m.size != len - sizeof m)
-        bad_message(src, type, len);
-    void *pp = etc_frame_alloc(m.size);
-    memcpy(pp, (const char *)body + sizeof m, m.size);
+    size_t sent = len - sizeof m;
+    char *pp = etc_frame_alloc(INVOKE_SENT_FROM + sent);
+    if (INVOKE_SENT_FROM)
+        *(etc_ret *)pp = (etc_ret){0};
+    memcpy(pp + INVOKE_SENT_FROM, (const char *)body + sizeof m, sent);
     etc_rq_push((etc_thread)PTR(m.fn), pp, 0);
 }
 

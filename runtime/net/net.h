@@ -69,7 +69,12 @@
  *                 node's output is relayed (a forked or remote node), its
  *                 unterminated last line gets a newline; a write error on
  *                 the run's stdout/stderr (not a reader that went away) ends
- *                 the run with an error.
+ *                 the run with an error;
+ *   N11 in place  a layer may receive the rest of a big message straight where
+ *                 it belongs instead of into its own buffer (etc_deliver_place):
+ *                 only for the next message of its channel, every earlier one
+ *                 delivered, and its handler then runs through
+ *                 etc_deliver_placed, inside the same calls as N5.
  */
 
 /* The layer's name and the marker etcrun reads from the program (below). */
@@ -168,6 +173,17 @@ void etc_net_urged(void);
 /* Runs the handler of one message (N5). `body` need not be aligned and is the
  * layer's again when the call returns. */
 void etc_deliver(int src, int type, const void *body, size_t len);
+
+/* N11: a layer that has the first `have` bytes of a message of `len` bytes
+ * (`head`, unaligned) may ask where the rest belongs: the address for the body's
+ * bytes from *at (<= have) on, or NULL (then it delivers the message whole, as
+ * usual). The layer puts bytes [*at, len) there -- those of [*at, have) it
+ * holds already, the others as they arrive -- and then calls
+ * etc_deliver_placed(src, type, head, *at, len), keeping head's first *at bytes
+ * until then. Worth asking only for big bodies (a block move's piece). */
+void *etc_deliver_place(int src, int type, const void *head, size_t have, size_t len,
+                        size_t *at);
+void etc_deliver_placed(int src, int type, const void *head, size_t at, size_t len);
 
 /* Message types are 1 .. ETC_NET_TYPES - 1 (N9): the core's handler table. */
 #define ETC_NET_TYPES 48

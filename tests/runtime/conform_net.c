@@ -11,7 +11,8 @@
  *               hundredth, polling now and then (N1, N5);
  *   2 big       messages of the layer's max_message, one byte more, three
  *               times it and 1 MiB, with small ones between (N4), some of the
- *               highest type (N9);
+ *               highest type (N9); a layer may receive a big one in place
+ *               (N11: tcp does, the others never; node 0 prints how many);
  *   3 burst     every node sends its successor 100000 messages without a
  *               poll, then only makes the core's boundary test (N6) and calls
  *               etc_net_boundary when it fails -- as a node busy with threads
@@ -158,6 +159,9 @@ static struct {
     int me, n;
     uint32_t *seq_out, *seq_in; /* per node */
     int *empty_due;             /* per node: an empty message must come next */
+    unsigned char **placing;    /* per node: the message being received in place (N11) */
+    size_t *placing_len;
+    long placed;                /* messages received in place */
     uint64_t *got;              /* [phase * n + src]: data messages received */
     int done[PHASES];           /* node 0: DONE messages per phase */
     int go;                     /* the last phase node 0 said GO for */
@@ -267,6 +271,40 @@ void etc_deliver(int src, int type, const void *body, size_t len)
     default:
         fail("a control message %u from node %d", h.what, src);
     }
+}
+
+/* N11: a layer may receive the rest of a big data message in place: here into a
+ * buffer of its own, whose head the stand-in core fills in; the message is
+ * checked as any other once the layer says it is all there. */
+void *etc_deliver_place(int src, int type, const void *head, size_t have, size_t len,
+                        size_t *at)
+{
+    if (src < 0 || src >= cf.n || src == cf.me)
+        fail("a message to place from node %d, which is not another node of %d", src, cf.n);
+    if (type != T_DATA || have < sizeof(msg_hdr) || len < have)
+        return NULL;
+    if (cf.placing[src])
+        fail("node %d's next message placed before the one placed ahead of it was "
+             "delivered", src);
+    unsigned char *buf = etc_xmalloc(len);
+    memcpy(buf, head, sizeof(msg_hdr));
+    cf.placing[src] = buf;
+    cf.placing_len[src] = len;
+    *at = sizeof(msg_hdr);
+    return buf + sizeof(msg_hdr);
+}
+
+void etc_deliver_placed(int src, int type, const void *head, size_t at, size_t len)
+{
+    if (src < 0 || src >= cf.n || src == cf.me || !cf.placing[src])
+        fail("a placed message from node %d that was not placed", src);
+    unsigned char *buf = cf.placing[src];
+    if (at != sizeof(msg_hdr) || len != cf.placing_len[src] || memcmp(buf, head, at) != 0)
+        fail("a placed message from node %d delivered with another head or length", src);
+    cf.placing[src] = NULL;
+    cf.placed++;
+    etc_deliver(src, type, buf, len);
+    free(buf);
 }
 
 /* Polls and waits, as an idle node does, until cond() holds. */
@@ -446,7 +484,10 @@ int main(int argc, char **argv)
     cf.seq_in = calloc((size_t)cf.n, sizeof *cf.seq_in);
     cf.empty_due = calloc((size_t)cf.n, sizeof *cf.empty_due);
     cf.got = calloc((size_t)cf.n * PHASES, sizeof *cf.got);
-    if (!cf.seq_out || !cf.seq_in || !cf.empty_due || !cf.got)
+    cf.placing = calloc((size_t)cf.n, sizeof *cf.placing);
+    cf.placing_len = calloc((size_t)cf.n, sizeof *cf.placing_len);
+    if (!cf.seq_out || !cf.seq_in || !cf.empty_due || !cf.got || !cf.placing ||
+        !cf.placing_len)
         fail("out of memory");
     cf.go = -1;
     cf.word = etc_net_boundary_word();
@@ -482,6 +523,7 @@ int main(int argc, char **argv)
         etc_net_finish(); /* N7: with all of it still queued */
     }
     idle_until(finals_done, 0, "finish: waiting for the others' last messages");
+    printf("conform: node 0 received %ld messages in place\n", cf.placed);
     printf("conform: %s, %d node%s, max message %zu: order, big, burst, boundary, finish: ok\n",
            etc_net_name, cf.n, cf.n == 1 ? "" : "s", etc_net_max_message());
     printf("conform: the end"); /* no newline: the layer must still write it (N7, N10) */

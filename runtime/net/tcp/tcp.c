@@ -59,6 +59,7 @@ ETC_NET_LAYER("tcp");
 #define FLUSH_AT (64u << 10)     /* write a peer's buffer once this much waits */
 #define DIRECT_AT (16u << 10)    /* T5: bodies this big are written from where they are */
 #define READ_CHUNK (16u << 10)   /* T6: what a poll reads of a peer at once (or a frame's rest) */
+#define PLACE_HEAD 64             /* N11: the most of a message's head a peer keeps */
 #define NET_BYE 0xFFFFu          /* T4: "I am done": the EOF that follows is no loss */
 #define POLL_INTERVAL 20e-6      /* F4: at thread boundaries, poll at most this often */
 #define NUDGE_LOOK 10e-3         /* T6: how often the watcher looks for output a long thread holds */
@@ -84,6 +85,13 @@ typedef struct {
     size_t retry_at; /* ... or until this much waits for it (T5) */
     etc_wire_buf in;
     etc_frag_in frag;
+    /* N11: a big message whose rest is being received where the core said */
+    unsigned char *place; /* where its next bytes go (NULL: none is) */
+    size_t place_left;    /* bytes still to come */
+    size_t place_len, place_at;
+    int place_type;
+    int head_next; /* the frame after it may be the next piece: read its head alone */
+    unsigned char place_head[PLACE_HEAD]; /* its first place_at bytes */
     char addr[80];
 } peer;
 
@@ -397,8 +405,8 @@ static void nudge_if_stuck(void)
  * nothing waits before it for that peer: copying it into the buffer first cost
  * a quarter of a block move's time. What the socket does not take now is
  * copied, as any message is. Returns 0 when it cannot (then it is coalesced). */
-static int send_direct(int dest, int type, const void *a, size_t alen, const void *b,
-                       size_t blen)
+static __attribute__((noinline)) int send_direct(int dest, int type, const void *a,
+                                                 size_t alen, const void *b, size_t blen)
 {
     peer *p = &tcp.peers[dest];
     etc_wire_buf *w = &tcp.out.out[dest];
@@ -443,6 +451,7 @@ void etc_net_send(int dest, int type, const void *a, size_t alen, const void *b,
         return; /* it finished: only balancer chatter can still be addressed to it */
     LAYER_ENTER();
     size_t len = alen + blen;
+    /* send_direct out of line: a small message (most) then costs no spills */
     if (!(len >= DIRECT_AT && len <= MAX_MESSAGE && send_direct(dest, type, a, alen, b, blen)))
         etc_coalesce_send(&tcp.out, dest, type, a, alen, b, blen);
     LAYER_LEAVE();
@@ -511,21 +520,91 @@ static int deliver_frames(int k)
     return count;
 }
 
+/* N11: the frame begun in peer k's input is big (a block move's piece): if the
+ * core says where its body belongs, what has come of it goes there and the rest
+ * will be received there, not into the input buffer and copied again. Every
+ * earlier frame has been delivered (they are complete, this one is not). */
+static int try_place(int k)
+{
+    peer *p = &tcp.peers[k];
+    etc_wire_hdr h;
+    size_t have = etc_wire_pending(&p->in);
+    if (have <= sizeof h || tcp.finishing || p->frag.buf)
+        return 0;
+    memcpy(&h, p->in.buf + p->in.off, sizeof h);
+    if (h.len < DIRECT_AT || h.len > MAX_MESSAGE || h.flags || h.type == 0 ||
+        h.type >= ETC_NET_TYPES)
+        return 0; /* small, fragmented or bad: the usual path (which reports it) */
+    size_t got = have - sizeof h, at = 0;
+    ETC_ASSERT(got < h.len); /* complete frames were delivered */
+    const unsigned char *body = p->in.buf + p->in.off + sizeof h;
+    unsigned char *place = etc_deliver_place(k, h.type, body, got, h.len, &at);
+    if (!place || at > got || at > sizeof p->place_head)
+        return 0;
+    memcpy(p->place_head, body, at);
+    memcpy(place, body + at, got - at);
+    p->place = place + (got - at);
+    p->place_left = h.len - got;
+    p->place_len = h.len;
+    p->place_at = at;
+    p->place_type = h.type;
+    etc_wire_consume(&p->in, have);
+    return 1;
+}
+
+/* The bytes of a message received in place arrived (N11). */
+static void placed(int k, ssize_t r)
+{
+    peer *p = &tcp.peers[k];
+    p->place += r;
+    p->place_left -= (size_t)r;
+    if (p->place_left)
+        return;
+    p->place = NULL;
+    p->head_next = 1;
+    if (!tcp.finishing) /* N7, as deliver_frames */
+        etc_deliver_placed(k, p->place_type, p->place_head, p->place_at, p->place_len);
+}
+
 static int read_peer(int k)
 {
     peer *p = &tcp.peers[k];
     int count = 0;
     for (;;) {
+        if (p->place || try_place(k)) {
+            ssize_t r = recv(p->fd, p->place, p->place_left, MSG_DONTWAIT);
+            if (r > 0) {
+                placed(k, r);
+                if (p->place)
+                    continue; /* the rest is coming: read on, as in a frame begun */
+                count++;
+                break;
+            }
+            if (r < 0 && errno == EINTR)
+                continue;
+            if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+                break;
+            if (!p->bye)
+                lost(k);
+            bad_frame(k, "truncated");
+        }
         /* READ_CHUNK at a time, or the rest of the frame begun (one recv takes
          * what has come of a block move's piece): what a poll delivers is
          * about what a busy node runs before its next poll (20 us later), so
          * that a peer pipelining INVOKEs fills its socket, not our queues */
         size_t want = READ_CHUNK, have = etc_wire_pending(&p->in);
+        if (p->head_next && !have) /* N11: then the next piece is placed whole */
+            want = sizeof(etc_wire_hdr) + PLACE_HEAD;
+        p->head_next = 0;
         if (have >= sizeof(etc_wire_hdr)) {
             etc_wire_hdr h;
             memcpy(&h, p->in.buf + p->in.off, sizeof h);
             if (h.len <= MAX_MESSAGE && sizeof h + h.len - have > want)
                 want = sizeof h + h.len - have;
+            /* N11: a big frame's head first, so that its rest may go in place */
+            if (h.len >= DIRECT_AT && h.len <= MAX_MESSAGE && !h.flags &&
+                have < sizeof h + PLACE_HEAD)
+                want = sizeof h + PLACE_HEAD - have;
         }
         etc_wire_reserve(&p->in, want);
         size_t room = want;
