@@ -67,7 +67,7 @@ def test_layer_conforms(conform: Conform, target: toolchain.Target, flavour: str
         assert proc.stderr == "", proc.stderr
         plural = "node" if n == 1 else "nodes"
         assert (f"conform: {target.name}, {n} {plural}, max message " in proc.stdout
-                and ": order, big, burst, boundary, finish: ok\n" in proc.stdout), proc.stdout
+                and ": order, big, put, burst, boundary, finish: ok\n" in proc.stdout), proc.stdout
         for k in range(1, n):  # a line printed just before etc_net_finish
             assert f"conform: node {k} of {n} finishing\n" in proc.stdout, proc.stdout
         # node 0's last output, without a newline, written when it finished: as it
