@@ -120,8 +120,9 @@ int etc_net_write_remote(int node, void *remote_dst, const void *local_src, size
 /* N11: a block move by rendezvous (mpi: P10), where the layer has one: writes the
  * n bytes at local `src` to `remote_dst` on node `dest`, then delivers the
  * message (type; a, alen) there once they are in place, in order with every
- * other message to dest (N1). Like send it never blocks and never delivers
- * (N2), and `src` may change as soon as it returns. Returns 0, or -1 where the
+ * other message to dest (N1). Like send it never delivers and never blocks
+ * (mpi waits at most about the time a copy of the bytes takes, P10), and
+ * `src` may change as soon as it returns. Returns 0, or -1 where the
  * layer has no such path for these bytes (none at all, or too few for it to
  * pay): the core then sends the bytes as messages. */
 int etc_net_put(int dest, void *remote_dst, const void *src, size_t n, int type, const void *a,

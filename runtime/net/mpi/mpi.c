@@ -12,7 +12,8 @@
  * messages to receives in posting order, so per-pair order holds (N1).
  * A block of 64 KiB or more goes by rendezvous (P10): a header frame in order
  * with the others, the data by an MPI_Isend of its own, which the receiver
- * matches with a receive straight into the destination address.
+ * matches with a receive straight into the destination address; from the
+ * source itself when the receiver is ready soon enough, else from a copy.
  * Thread boundaries flush and poll time-gated as tcp does (F4); an idle node
  * spins a little, then sleeps in growing steps (P4), so oversubscribed ranks
  * do not take the CPU from the busy ones. MPI is initialised with
@@ -88,6 +89,8 @@ ETC_NET_LAYER("mpi");
 #define NET_BYE 0xFFFFu          /* P5: "I am done": nothing more comes from me */
 #define NET_PUT 0xFFFEu          /* P10: a rendezvous's header; its data follows by tag */
 #define PUT_MIN (64u << 10)      /* P10: blocks from this size go by rendezvous */
+#define PUT_WAIT 10e-6           /* P10: a sender waits for "ready" this long, plus ... */
+#define COPY_RATE 20e9           /* ... the time of a copy at this many bytes a second */
 #define COPIES 4                 /* spare rendezvous copies kept ... */
 #define COPY_KEEP (16u << 20)    /* ... of at most this size */
 #define POLL_INTERVAL 20e-6      /* F4: at thread boundaries, poll at most this often */
@@ -103,10 +106,17 @@ typedef struct {
     unsigned char *buf;
 } recv_slot;
 
+/* What a request of mpi.tx is, and what b holds then. */
+typedef enum {
+    SENT_FRAMES, /* a send of frames: b is the buffer */
+    SENT_COPY,   /* P10: a send of a block from its copy: b is the copy */
+    SENT_SIGNAL  /* P10: a "ready" sent, or one awaited: b is empty */
+} sent_what;
+
 typedef struct {
     MPI_Request req;
     etc_wire_buf b;
-    int is_copy; /* b is a rendezvous's copy of a block, not frames */
+    sent_what what;
 } send_slot;
 
 /* P10: a rendezvous's header frame, followed by the message to deliver once
@@ -138,7 +148,7 @@ static struct {
     int ncopies;
     int puts_out;  /* P10: rendezvous data sends not completed yet */
     int *put_tag;  /* per destination: the tag of its last rendezvous */
-    int tag_ub;    /* the largest tag MPI allows */
+    int tag_span;  /* P10: data tags are FIRST_DATA_TAG + [0, span), "ready" tags span more */
     etc_frag_in *frag; /* per source */
     etc_coalesce out;
     etc_gate gate;
@@ -180,7 +190,7 @@ static void take_buffer(void *ctx, int dest, etc_wire_buf *b)
     }
     send_slot *s = &mpi.tx[mpi.ntx];
     s->b = *b;
-    s->is_copy = 0;
+    s->what = SENT_FRAMES;
     check(MPI_Isend(s->b.buf + s->b.off, (int)len, MPI_BYTE, dest, TAG, mpi.comm, &s->req),
           "MPI_Isend", dest);
     mpi.ntx++;
@@ -200,7 +210,9 @@ static int reap_sends(void)
             continue;
         }
         etc_wire_buf b = mpi.tx[i].b;
-        if (mpi.tx[i].is_copy) {
+        if (mpi.tx[i].what == SENT_SIGNAL)
+            continue;
+        if (mpi.tx[i].what == SENT_COPY) {
             mpi.puts_out--;
             if (mpi.ncopies < COPIES && b.cap <= COPY_KEEP)
                 mpi.copies[mpi.ncopies++] = b;
@@ -255,11 +267,28 @@ static etc_wire_buf copy_buffer(size_t n)
     return (etc_wire_buf){etc_xmalloc(n), 0, 0, n};
 }
 
+/* A request to test in reap_sends: a slot of mpi.tx. */
+static send_slot *new_send_slot(void)
+{
+    if (mpi.ntx == mpi.tx_cap) {
+        mpi.tx_cap = mpi.tx_cap ? 2 * mpi.tx_cap : 16;
+        mpi.tx = etc_xrealloc(mpi.tx, (size_t)mpi.tx_cap * sizeof *mpi.tx);
+    }
+    send_slot *s = &mpi.tx[mpi.ntx++];
+    s->b = (etc_wire_buf){0};
+    s->what = SENT_SIGNAL;
+    return s;
+}
+
+static char no_bytes[1]; /* the buffer of "ready", which has none */
+
 /* P10: a block by rendezvous. The header goes with the destination's other
- * frames (N1); the data, copied (the program may change `src` once this
- * returns, and waiting here for the receiver could deadlock two nodes that
- * send each other blocks), goes by MPI_Isend with a tag of its own, which the
- * receiver matches with a receive straight into the destination. */
+ * frames (N1), at once; the data goes by an MPI_Isend with a tag of its own,
+ * which the receiver matches with a receive straight into the destination,
+ * then says "ready". From `src` itself when "ready" comes within about the
+ * time of a copy (the program may change `src` once this returns, so the send
+ * must be over by then); else from a copy, so that a receiver busy in a long
+ * thread, or two nodes putting to each other, never hold the sender longer. */
 int etc_net_put(int dest, void *remote_dst, const void *src, size_t n, int type, const void *a,
                 size_t alen)
 {
@@ -268,24 +297,43 @@ int etc_net_put(int dest, void *remote_dst, const void *src, size_t n, int type,
     if (mpi.bye[dest])
         return 0; /* as etc_net_send */
     int last = mpi.put_tag[dest];
-    int tag = last >= FIRST_DATA_TAG && last < mpi.tag_ub ? last + 1 : FIRST_DATA_TAG;
+    int tag = last >= FIRST_DATA_TAG && last < FIRST_DATA_TAG + mpi.tag_span - 1
+                  ? last + 1
+                  : FIRST_DATA_TAG;
     mpi.put_tag[dest] = tag;
+    MPI_Request ready;
+    check(MPI_Irecv(no_bytes, 0, MPI_BYTE, dest, tag + mpi.tag_span, mpi.comm, &ready),
+          "MPI_Irecv of a ready", dest);
     put_hdr h = {(uint64_t)(uintptr_t)remote_dst, n, tag, (uint16_t)type, 0};
     etc_piece pc[2] = {{&h, sizeof h}, {a, alen}};
     etc_coalesce_put(&mpi.out, dest, NET_PUT, 0, pc, 2, sizeof h + alen);
-    if (etc_wire_pending(&mpi.out.out[dest]) >= FLUSH_AT)
-        etc_coalesce_flush(&mpi.out, dest); /* P1: a buffer stays within CHUNK */
-    if (mpi.ntx == mpi.tx_cap) {
-        mpi.tx_cap = mpi.tx_cap ? 2 * mpi.tx_cap : 16;
-        mpi.tx = etc_xrealloc(mpi.tx, (size_t)mpi.tx_cap * sizeof *mpi.tx);
+    etc_coalesce_flush(&mpi.out, dest);
+    double give_up = etc_time() + PUT_WAIT + (double)n / COPY_RATE;
+    int go = 0;
+    for (;;) {
+        check(MPI_Test(&ready, &go, MPI_STATUS_IGNORE), "MPI_Test of a ready", dest);
+        if (go || etc_time() >= give_up)
+            break;
+        if (mpi.oversubscribed)
+            sched_yield();
     }
-    send_slot *s = &mpi.tx[mpi.ntx];
+    if (go) { /* the receiver waits for the data in its receive: this is short */
+        MPI_Request data;
+        check(MPI_Isend(src, (int)n, MPI_BYTE, dest, tag, mpi.comm, &data), "MPI_Isend", dest);
+        for (int done = 0; !done;) {
+            check(MPI_Test(&data, &done, MPI_STATUS_IGNORE), "MPI_Test of a block", dest);
+            if (!done && mpi.oversubscribed)
+                sched_yield();
+        }
+        return 0;
+    }
+    new_send_slot()->req = ready; /* it comes when the receiver gets to the header */
+    send_slot *s = new_send_slot();
     s->b = copy_buffer(n);
-    s->is_copy = 1;
+    s->what = SENT_COPY;
     memcpy(s->b.buf, src, n);
     check(MPI_Isend(s->b.buf, (int)n, MPI_BYTE, dest, tag, mpi.comm, &s->req), "MPI_Isend",
           dest);
-    mpi.ntx++;
     mpi.puts_out++;
     return 0;
 }
@@ -342,9 +390,10 @@ static int head_done(void)
 }
 
 /* P10: receives a rendezvous's data from node k straight into dst (into a
- * scratch buffer while finishing: it must still be matched). Waits for it:
- * the header's later frames and the message it carries wait behind it (N1),
- * and the sender posted the data's send before the header left. */
+ * scratch buffer while finishing: it must still be matched), says "ready",
+ * and waits for it: the frames after the header and the message it carries
+ * wait behind it (N1); the sender sends the data once "ready" arrives, or
+ * already has from a copy. */
 static void receive_put(int k, const put_hdr *h)
 {
     void *scratch = mpi.finishing ? etc_xmalloc((size_t)h->n) : NULL;
@@ -352,6 +401,9 @@ static void receive_put(int k, const put_hdr *h)
     check(MPI_Irecv(scratch ? scratch : (void *)(uintptr_t)h->dst, (int)h->n, MPI_BYTE, k,
                     h->tag, mpi.comm, &req),
           "MPI_Irecv of a block", k);
+    check(MPI_Isend(no_bytes, 0, MPI_BYTE, k, h->tag + mpi.tag_span, mpi.comm,
+                    &new_send_slot()->req),
+          "MPI_Isend of a ready", k);
     int done = 0;
     MPI_Status st;
     for (;;) {
@@ -391,7 +443,8 @@ static int deliver_buffer(int k, unsigned char *buf, size_t len)
             if (h.len < sizeof ph)
                 bad_frame(k, "a rendezvous header too short");
             memcpy(&ph, body, sizeof ph);
-            if (ph.n > INT_MAX || ph.tag < FIRST_DATA_TAG || ph.type == 0 ||
+            if (ph.n > INT_MAX || ph.tag < FIRST_DATA_TAG ||
+                ph.tag >= FIRST_DATA_TAG + mpi.tag_span || ph.type == 0 ||
                 ph.type >= ETC_NET_TYPES || fr->buf)
                 bad_frame(k, "a malformed rendezvous header");
             receive_put(k, &ph);
@@ -763,7 +816,8 @@ void etc_net_start(int want, int *node_id, int *num_nodes)
     mpi.put_tag = calloc((size_t)mpi.n, sizeof *mpi.put_tag);
     int *tag_ub = NULL, has_ub = 0;
     MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, &tag_ub, &has_ub);
-    mpi.tag_ub = has_ub && tag_ub && *tag_ub > FIRST_DATA_TAG ? *tag_ub : 32767;
+    int ub = has_ub && tag_ub && *tag_ub > 32767 ? *tag_ub : 32767; /* 32767: MPI's least */
+    mpi.tag_span = (ub - FIRST_DATA_TAG + 1) / 2;
     if (!mpi.bye || !mpi.frag || !mpi.put_tag)
         etc_die("out of memory");
     etc_coalesce_init(&mpi.out, mpi.n, FLUSH_AT, MAX_MESSAGE, NULL, NULL);
