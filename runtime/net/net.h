@@ -52,8 +52,9 @@
  *                 call (a layer fragments above its frame size);
  *   N5 delivery   etc_deliver is called only inside etc_net_poll,
  *                 etc_net_boundary and etc_net_wait (and may be during
- *                 finish); a handler may call send, flush, read_remote,
- *                 write_remote and max_message; a nested poll returns 0;
+ *                 finish); a handler may call send, put, flush,
+ *                 read_remote, write_remote and max_message; a nested poll
+ *                 returns 0;
  *   N6 boundary   see etc_net_boundary_word;
  *   N7 finish     etc_net_finish pushes out every queued message and output
  *                 line; what arrives after it started may be delivered or
@@ -74,7 +75,8 @@
  *                 it belongs instead of into its own buffer (etc_deliver_place):
  *                 only for the next message of its channel, every earlier one
  *                 delivered, and its handler then runs through
- *                 etc_deliver_placed, inside the same calls as N5.
+ *                 etc_deliver_placed, inside the same calls as N5;
+ *   N12 put       see etc_net_put.
  */
 
 /* The layer's name and the marker etcrun reads from the program (below). */
@@ -119,6 +121,17 @@ void etc_net_wait(double seconds);
  * writev). Return 0 on success, -1 if unsupported: the core sends messages. */
 int etc_net_read_remote(int node, void *local_dst, const void *remote_src, size_t n);
 int etc_net_write_remote(int node, void *remote_dst, const void *local_src, size_t n);
+
+/* N12: a block move by rendezvous (mpi: P10), where the layer has one: writes the
+ * n bytes at local `src` to `remote_dst` on node `dest`, then delivers the
+ * message (type; a, alen) there once they are in place, in order with every
+ * other message to dest (N1). Like send it never delivers and never blocks
+ * (mpi waits at most about the time a copy of the bytes takes, P10), and
+ * `src` may change as soon as it returns. Returns 0, or -1 where the
+ * layer has no such path for these bytes (none at all, or too few for it to
+ * pay): the core then sends the bytes as messages. */
+int etc_net_put(int dest, void *remote_dst, const void *src, size_t n, int type, const void *a,
+                size_t alen);
 
 /* The largest body the layer sends in one piece (its frame size less the
  * header); the core splits bulk data into pieces of at most this size. Bigger

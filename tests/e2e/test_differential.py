@@ -21,6 +21,7 @@ EBS = SAMPLES / "ebs"
 CASES: list[tuple[Path, list[str]]] = [
     *[(tc, []) for tc in sorted(SAMPLES.glob("*.tc"))],
     *[(tc, []) for tc in sorted(EBS.glob("*.tc"))],
+    (PROGRAMS / "blocks.tc", []),
     (PROGRAMS / "burst.tc", []),
     (PROGRAMS / "busy_wait.tc", ["0.01"]),
     (PROGRAMS / "call_loop.tc", ["20000"]),

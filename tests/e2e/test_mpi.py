@@ -20,6 +20,7 @@ from etcpre import toolchain
 from etcpre.launch import mpi as mpi_launch
 
 from support import (
+    PROGRAMS,
     ROOT,
     SAMPLES,
     Builder,
@@ -229,6 +230,15 @@ def test_under_mpich(tmp_path: Path) -> None:
         proc = run(fib, "18", nodes=n, env={**env, "ETC_MPIRUN": MPICH[1]})
         assert proc.returncode == 0, proc.stderr
         assert proc.stdout == "fib(18) = 2584\n", proc.stdout
+    # block moves by rendezvous (P10) and as messages, to and from every rank
+    blocks = tmp_path / "blocks"
+    assert etcc("-O2", "-target", "mpi", str(PROGRAMS / "blocks.tc"), "-o", str(blocks),
+                env=env).returncode == 0
+    for n in (1, 2, 3):
+        proc = run(blocks, nodes=n, env={**env, "ETC_MPIRUN": MPICH[1]})
+        assert proc.returncode == 0, proc.stderr
+        moves = 24 * n * n + 24 * n
+        assert proc.stdout == f"blocks: {n} nodes, {moves} moves, 0 errors\n", proc.stdout
     # --hosts becomes Hydra's host file (`host:count`): its counts make the run's size
     hosts = tmp_path / "hosts"
     hosts.write_text("localhost:3\n")

@@ -43,6 +43,7 @@ class Program:
     args: tuple[str, ...]
     expect: Callable[[int], str]  # stdout on n nodes
     min_nodes: int = 1
+    max_nodes: int = 64
     env: dict[str, str] = field(default_factory=dict)
     what: str = ""
 
@@ -54,6 +55,10 @@ PROGRAMS = [
     Program("heap_blocks.tc", (),
             lambda n: f"heap blocks: {n} nodes, {pairs(n)} pairs, 0 errors\n",
             what="block moves of malloc'ed memory; a fork() in a node gets private copies"),
+    Program("blocks.tc", (),
+            lambda n: f"blocks: {n} nodes, {24 * n * n + 24 * n} moves, 0 errors\n", max_nodes=4,
+            what="block moves of 1 byte to 1 MiB, many at once, both ways, the source "
+                 "overwritten at once (mpi: P10)"),
     Program("globals_per_node.tc", (),
             lambda n: f"{n} nodes, {n} distinct copies of value, same address: yes\n",
             what="every node has its own globals"),
@@ -79,7 +84,7 @@ RUNS = target_runs()
 
 def cases(runs: list[tuple[toolchain.Target, int]],
           programs: list[Program]) -> list[tuple[toolchain.Target, int, Program]]:
-    return [(t, n, p) for t, n in runs for p in programs if n >= p.min_nodes]
+    return [(t, n, p) for t, n in runs for p in programs if p.min_nodes <= n <= p.max_nodes]
 
 
 def case_ids(cs: list[tuple[toolchain.Target, int, Program]]) -> list[str]:

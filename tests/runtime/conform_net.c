@@ -13,16 +13,23 @@
  *               times it and 1 MiB, with small ones between (N4), some of the
  *               highest type (N9); a layer may receive a big one in place
  *               (N11: tcp does, the others never; node 0 prints how many);
- *   3 burst     every node sends its successor 100000 messages without a
+ *   3 put       every node puts blocks of 1 byte to 1 MiB (around mpi's
+ *               rendezvous threshold, P10) into both neighbours' memory with
+ *               etc_net_put (N12), three rounds, overwriting its source as
+ *               soon as each call returns, with small messages between; each
+ *               block's message must find all its bytes in place and come in
+ *               order with the others; where the layer returns -1 the bytes
+ *               travel as a message instead;
+ *   4 burst     every node sends its successor 100000 messages without a
  *               poll, then only makes the core's boundary test (N6) and calls
  *               etc_net_boundary when it fails -- as a node busy with threads
  *               does -- until its successor confirms, from inside a handler,
  *               that all arrived (N2, N3, N5);
- *   4 boundary  node 1, with nothing in flight to it, finds its boundary word
+ *   5 boundary  node 1, with nothing in flight to it, finds its boundary word
  *               equal to the key; node 0 sends it one message; the word moves,
  *               etc_net_boundary delivers the message, and the word equals the
  *               key again (N6);
- *   5 finish    every node but 0 sends node 0 30000 messages and a last one,
+ *   6 finish    every node but 0 sends node 0 30000 messages and a last one,
  *               prints a line, and calls etc_net_finish at once (N7, N10);
  *               node 0 checks everything arrived, prints the summary and a
  *               last line without a newline, and finishes.
@@ -145,9 +152,9 @@ void etc_describe_running(void (*ran)(void *), char *buf, size_t cap)
 #define BURST 100000
 #define FINAL_BURST 30000
 
-enum { T_DATA = 1, T_EMPTY = 2, T_CTRL = 3, T_TOP = ETC_NET_TYPES - 1 };
+enum { T_DATA = 1, T_EMPTY = 2, T_CTRL = 3, T_PUT = 4, T_TOP = ETC_NET_TYPES - 1 };
 enum { C_DONE = 1, C_GO, C_READY, C_PING, C_CONFIRM, C_FINAL };
-enum { P_START, P_ORDER, P_BIG, P_BURST, P_BOUNDARY, P_FINISH, PHASES };
+enum { P_START, P_ORDER, P_BIG, P_PUT, P_BURST, P_BOUNDARY, P_FINISH, PHASES };
 
 /* Every message but T_EMPTY starts with this; `payload` pattern bytes follow. */
 typedef struct {
@@ -201,6 +208,47 @@ static void send_msg(int dest, int type, int phase, int what, size_t payload, in
     free(buf);
 }
 
+/* Phase put: the blocks' sizes, and where they land on the receiver: one area
+ * per round and neighbour (0: from the predecessor, 1: from the successor), one
+ * place per size (the same addresses on every node: the test is linked -no-pie). */
+#define PUT_ROUNDS 3
+static const size_t put_sizes[] = {1, 4097, 65535, 65536, 65537, 262145, (1u << 20) + 5};
+#define PUT_SIZES (sizeof put_sizes / sizeof put_sizes[0])
+#define PUT_TOTAL 1511432u /* the sum of put_sizes (checked at start) */
+static unsigned char put_area[PUT_ROUNDS][2][PUT_TOTAL];
+
+/* T_PUT's body after its msg_hdr: which area and size the bytes went to. */
+typedef struct {
+    uint32_t round, area, size_index;
+} put_msg;
+
+static size_t put_offset(size_t size_index)
+{
+    size_t off = 0;
+    for (size_t k = 0; k < size_index; k++)
+        off += put_sizes[k];
+    return off;
+}
+
+/* Puts a block of pattern bytes into dest's area `area` (or sends them as a
+ * message where the layer has no such path), then overwrites the source. */
+static void put_block(int dest, uint32_t round, uint32_t area, size_t size_index,
+                      unsigned char *src)
+{
+    msg_hdr h = {(uint32_t)cf.me, cf.seq_out[dest]++, P_PUT, 0};
+    size_t n = put_sizes[size_index];
+    for (size_t i = 0; i < n; i++)
+        src[i] = pattern(h.src, h.seq, i);
+    unsigned char m[sizeof h + sizeof(put_msg)];
+    put_msg pm = {round, area, (uint32_t)size_index};
+    memcpy(m, &h, sizeof h);
+    memcpy(m + sizeof h, &pm, sizeof pm);
+    if (etc_net_put(dest, &put_area[round][area][put_offset(size_index)], src, n, T_PUT, m,
+                    sizeof m) != 0)
+        etc_net_send(dest, T_DATA, &h, sizeof h, src, n);
+    memset(src, 0xA5, n); /* N12: the source may change once the call returns */
+}
+
 static void send_ctrl(int dest, int what, int phase)
 {
     send_msg(dest, T_CTRL, phase, what, 0, 0);
@@ -221,7 +269,7 @@ void etc_deliver(int src, int type, const void *body, size_t len)
         cf.empty_due[src] = 0;
         return;
     }
-    if (type != T_DATA && type != T_CTRL && type != T_TOP)
+    if (type != T_DATA && type != T_CTRL && type != T_TOP && type != T_PUT)
         fail("a message of type %d from node %d, which nobody sent", type, src);
     msg_hdr h;
     if (len < sizeof h)
@@ -236,7 +284,19 @@ void etc_deliver(int src, int type, const void *body, size_t len)
              "of order)", h.seq, src, cf.seq_in[src]);
     cf.seq_in[src]++;
     const unsigned char *p = (const unsigned char *)body + sizeof h;
-    for (size_t i = 0; i < len - sizeof h; i++)
+    size_t n = len - sizeof h;
+    if (type == T_PUT) { /* N12: its bytes are in place when it is delivered */
+        put_msg pm;
+        if (n != sizeof pm)
+            fail("a put's message of %zu bytes from node %d", len, src);
+        memcpy(&pm, p, sizeof pm);
+        if (pm.round >= PUT_ROUNDS || pm.area > 1 || pm.size_index >= PUT_SIZES)
+            fail("a put's message from node %d names round %u, area %u, size %u", src,
+                 pm.round, pm.area, pm.size_index);
+        p = &put_area[pm.round][pm.area][put_offset(pm.size_index)];
+        n = put_sizes[pm.size_index];
+    }
+    for (size_t i = 0; i < n; i++)
         if (p[i] != pattern(h.src, h.seq, i))
             fail("message %u from node %d (%zu bytes) is corrupt at byte %zu", h.seq, src, len,
                  i);
@@ -411,6 +471,32 @@ static void phase_big(void)
     idle_until(big_done, 0, "big: waiting for every message");
 }
 
+static int put_done(int unused)
+{
+    (void)unused;
+    int prev = (cf.me + cf.n - 1) % cf.n, next = (cf.me + 1) % cf.n;
+    /* from each: a block and, from the predecessor, a small message per size */
+    uint64_t from_prev = 2 * PUT_ROUNDS * PUT_SIZES, from_next = PUT_ROUNDS * PUT_SIZES;
+    if (prev == next)
+        return *got(P_PUT, prev) == from_prev + from_next;
+    return *got(P_PUT, prev) == from_prev && *got(P_PUT, next) == from_next;
+}
+
+static void phase_put(void)
+{
+    int prev = (cf.me + cf.n - 1) % cf.n, next = (cf.me + 1) % cf.n;
+    unsigned char *src = etc_xmalloc(put_sizes[PUT_SIZES - 1]);
+    for (int r = 0; r < PUT_ROUNDS; r++) {
+        for (size_t s = 0; s < PUT_SIZES; s++) {
+            put_block(next, (uint32_t)r, 0, s, src); /* I am next's predecessor */
+            send_msg(next, T_TOP, P_PUT, 0, s, 0);   /* a small one between */
+            put_block(prev, (uint32_t)r, 1, s, src);
+        }
+    }
+    free(src);
+    idle_until(put_done, 0, "put: waiting for every block");
+}
+
 static int burst_done(int unused)
 {
     (void)unused;
@@ -493,6 +579,8 @@ int main(int argc, char **argv)
     cf.word = etc_net_boundary_word();
     if (etc_net_boundary_word() != cf.word)
         fail("etc_net_boundary_word() changed between two calls");
+    if (put_offset(PUT_SIZES) > PUT_TOTAL)
+        fail("PUT_TOTAL is smaller than the sum of the put sizes");
     if (etc_net_max_message() < 2 * sizeof(msg_hdr))
         fail("etc_net_max_message() is %zu bytes", etc_net_max_message());
 
@@ -510,6 +598,8 @@ int main(int argc, char **argv)
         barrier(P_ORDER);
         phase_big();
         barrier(P_BIG);
+        phase_put();
+        barrier(P_PUT);
         phase_burst();
         barrier(P_BURST);
         phase_boundary();
@@ -524,7 +614,8 @@ int main(int argc, char **argv)
     }
     idle_until(finals_done, 0, "finish: waiting for the others' last messages");
     printf("conform: node 0 received %ld messages in place\n", cf.placed);
-    printf("conform: %s, %d node%s, max message %zu: order, big, burst, boundary, finish: ok\n",
+    printf("conform: %s, %d node%s, max message %zu: order, big, put, burst, boundary, finish: "
+           "ok\n",
            etc_net_name, cf.n, cf.n == 1 ? "" : "s", etc_net_max_message());
     printf("conform: the end"); /* no newline: the layer must still write it (N7, N10) */
     etc_net_finish();

@@ -68,7 +68,7 @@ def test_layer_conforms(conform: Conform, target: toolchain.Target, flavour: str
         assert proc.stderr == "", proc.stderr
         plural = "node" if n == 1 else "nodes"
         assert (f"conform: {target.name}, {n} {plural}, max message " in proc.stdout
-                and ": order, big, burst, boundary, finish: ok\n" in proc.stdout), proc.stdout
+                and ": order, big, put, burst, boundary, finish: ok\n" in proc.stdout), proc.stdout
         # N11: tcp receives a big data message's rest in place (one of max_message
         # from every other node in the big phase), the other layers never
         placed = int(re.search(r"received (\d+) messages in place", proc.stdout)[1])

@@ -2,7 +2,7 @@
  * by etcrun's launcher (etcpre/launch/mpi.py: mpirun, mpiexec or ETC_MPIRUN)
  * or directly by `mpirun -n N ./prog` or `srun -n N ./prog`.
  *
- * Messages (docs/protocols.md P1-P8) are the frames of net/common/wire.h,
+ * Messages (docs/protocols.md P1-P10) are the frames of net/common/wire.h,
  * coalesced per destination exactly as on tcp (F2) and fragmented above 256
  * KiB (F3); a destination's buffer is handed whole to MPI_Isend (no copy) and
  * comes back to a pool when the send completes. Every node keeps a ring of
@@ -10,6 +10,10 @@
  * MPI_COMM_WORLD, each big enough for the largest buffer a sender hands over,
  * and handles them in the order they were posted: MPI matches a source's
  * messages to receives in posting order, so per-pair order holds (N1).
+ * A block of 64 KiB or more goes by rendezvous (P10): a header frame in order
+ * with the others, the data by an MPI_Isend of its own, which the receiver
+ * matches with a receive straight into the destination address; from the
+ * source itself when the receiver is ready soon enough, else from a copy.
  * Thread boundaries flush and poll time-gated as tcp does (F4); an idle node
  * spins a little, then sleeps in growing steps (P4), so oversubscribed ranks
  * do not take the CPU from the busy ones. MPI is initialised with
@@ -21,6 +25,8 @@
  * outside is reported by etcrun's launcher from what mpirun says.
  */
 #include <errno.h>
+#include <limits.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdio_ext.h>
@@ -72,6 +78,7 @@ const char *__asan_default_options(void)
 ETC_NET_LAYER("mpi");
 
 #define TAG 1                    /* every frame buffer travels with this tag */
+#define FIRST_DATA_TAG 2         /* P10: a rendezvous's data has a tag of its own, from here */
 #define MAX_MESSAGE (256u << 10) /* P1: the largest frame body; bigger are fragmented */
 #define FLUSH_AT (64u << 10)     /* F2: hand a destination's buffer over at this size */
 /* P1: the most a buffer can hold when handed over: just under FLUSH_AT, then
@@ -80,6 +87,12 @@ ETC_NET_LAYER("mpi");
 #define RECVS 8                  /* P2: receives kept posted */
 #define POOL 16                  /* spare send buffers kept */
 #define NET_BYE 0xFFFFu          /* P5: "I am done": nothing more comes from me */
+#define NET_PUT 0xFFFEu          /* P10: a rendezvous's header; its data follows by tag */
+#define PUT_MIN (64u << 10)      /* P10: blocks from this size go by rendezvous */
+#define PUT_WAIT 10e-6           /* P10: a sender waits for "ready" this long, plus ... */
+#define COPY_RATE 20e9           /* ... the time of a copy at this many bytes a second */
+#define COPIES 4                 /* spare rendezvous copies kept ... */
+#define COPY_KEEP (16u << 20)    /* ... of at most this size */
 #define POLL_INTERVAL 20e-6      /* F4: at thread boundaries, poll at most this often */
 #define SLEEP_MIN 20e-6          /* P4: an idle node's first sleep ... */
 #define SLEEP_MAX 1e-3           /* ... doubling up to this */
@@ -93,10 +106,27 @@ typedef struct {
     unsigned char *buf;
 } recv_slot;
 
+/* What a request of mpi.tx is, and what b holds then. */
+typedef enum {
+    SENT_FRAMES, /* a send of frames: b is the buffer */
+    SENT_COPY,   /* P10: a send of a block from its copy: b is the copy */
+    SENT_SIGNAL  /* P10: a "ready" sent, or one awaited: b is empty */
+} sent_what;
+
 typedef struct {
     MPI_Request req;
     etc_wire_buf b;
+    sent_what what;
 } send_slot;
+
+/* P10: a rendezvous's header frame, followed by the message to deliver once
+ * the data is in place. */
+typedef struct {
+    uint64_t dst, n; /* where the data goes on the receiver, and its length */
+    int32_t tag;     /* the data's tag */
+    uint16_t type;   /* the message's type */
+    uint16_t unused;
+} put_hdr;
 
 static struct {
     int me, n;
@@ -114,6 +144,11 @@ static struct {
     int ntx, tx_cap;
     etc_wire_buf pool[POOL];
     int npool;
+    etc_wire_buf copies[COPIES]; /* P10: spare buffers for copies of blocks */
+    int ncopies;
+    int puts_out;  /* P10: rendezvous data sends not completed yet */
+    int *put_tag;  /* per destination: the tag of its last rendezvous */
+    int tag_span;  /* P10: data tags are FIRST_DATA_TAG + [0, span), "ready" tags span more */
     etc_frag_in *frag; /* per source */
     etc_coalesce out;
     etc_gate gate;
@@ -155,6 +190,7 @@ static void take_buffer(void *ctx, int dest, etc_wire_buf *b)
     }
     send_slot *s = &mpi.tx[mpi.ntx];
     s->b = *b;
+    s->what = SENT_FRAMES;
     check(MPI_Isend(s->b.buf + s->b.off, (int)len, MPI_BYTE, dest, TAG, mpi.comm, &s->req),
           "MPI_Isend", dest);
     mpi.ntx++;
@@ -174,7 +210,15 @@ static int reap_sends(void)
             continue;
         }
         etc_wire_buf b = mpi.tx[i].b;
-        if (mpi.npool < POOL && b.cap <= 2 * CHUNK) {
+        if (mpi.tx[i].what == SENT_SIGNAL)
+            continue;
+        if (mpi.tx[i].what == SENT_COPY) {
+            mpi.puts_out--;
+            if (mpi.ncopies < COPIES && b.cap <= COPY_KEEP)
+                mpi.copies[mpi.ncopies++] = b;
+            else
+                etc_wire_free(&b);
+        } else if (mpi.npool < POOL && b.cap <= 2 * CHUNK) {
             b.off = b.len = 0;
             mpi.pool[mpi.npool++] = b;
         } else {
@@ -207,13 +251,100 @@ size_t etc_net_max_message(void)
     return MAX_MESSAGE;
 }
 
+/* P10: a spare copy buffer of at least n bytes (its pages already touched
+ * when it was used before), or a new one. */
+static etc_wire_buf copy_buffer(size_t n)
+{
+    for (int i = 0; i < mpi.ncopies; i++) {
+        if (mpi.copies[i].cap < n)
+            continue;
+        etc_wire_buf b = mpi.copies[i];
+        mpi.copies[i] = mpi.copies[--mpi.ncopies];
+        return b;
+    }
+    if (mpi.ncopies) /* none big enough: grow the last one */
+        etc_wire_free(&mpi.copies[--mpi.ncopies]);
+    return (etc_wire_buf){etc_xmalloc(n), 0, 0, n};
+}
+
+/* A request to test in reap_sends: a slot of mpi.tx. */
+static send_slot *new_send_slot(void)
+{
+    if (mpi.ntx == mpi.tx_cap) {
+        mpi.tx_cap = mpi.tx_cap ? 2 * mpi.tx_cap : 16;
+        mpi.tx = etc_xrealloc(mpi.tx, (size_t)mpi.tx_cap * sizeof *mpi.tx);
+    }
+    send_slot *s = &mpi.tx[mpi.ntx++];
+    s->b = (etc_wire_buf){0};
+    s->what = SENT_SIGNAL;
+    return s;
+}
+
+static char no_bytes[1]; /* the buffer of "ready", which has none */
+
+/* P10: a block by rendezvous. The header goes with the destination's other
+ * frames (N1), at once; the data goes by an MPI_Isend with a tag of its own,
+ * which the receiver matches with a receive straight into the destination,
+ * then says "ready". From `src` itself when "ready" comes within about the
+ * time of a copy (the program may change `src` once this returns, so the send
+ * must be over by then); else from a copy, so that a receiver busy in a long
+ * thread, or two nodes putting to each other, never hold the sender longer. */
+int etc_net_put(int dest, void *remote_dst, const void *src, size_t n, int type, const void *a,
+                size_t alen)
+{
+    if (n < PUT_MIN || n > INT_MAX || alen > MAX_MESSAGE - sizeof(put_hdr))
+        return -1;
+    if (mpi.bye[dest])
+        return 0; /* as etc_net_send */
+    int last = mpi.put_tag[dest];
+    int tag = last >= FIRST_DATA_TAG && last < FIRST_DATA_TAG + mpi.tag_span - 1
+                  ? last + 1
+                  : FIRST_DATA_TAG;
+    mpi.put_tag[dest] = tag;
+    MPI_Request ready;
+    check(MPI_Irecv(no_bytes, 0, MPI_BYTE, dest, tag + mpi.tag_span, mpi.comm, &ready),
+          "MPI_Irecv of a ready", dest);
+    put_hdr h = {(uint64_t)(uintptr_t)remote_dst, n, tag, (uint16_t)type, 0};
+    etc_piece pc[2] = {{&h, sizeof h}, {a, alen}};
+    etc_coalesce_put(&mpi.out, dest, NET_PUT, 0, pc, 2, sizeof h + alen);
+    etc_coalesce_flush(&mpi.out, dest);
+    double give_up = etc_time() + PUT_WAIT + (double)n / COPY_RATE;
+    int go = 0;
+    for (;;) {
+        check(MPI_Test(&ready, &go, MPI_STATUS_IGNORE), "MPI_Test of a ready", dest);
+        if (go || etc_time() >= give_up)
+            break;
+        if (mpi.oversubscribed)
+            sched_yield();
+    }
+    if (go) { /* the receiver waits for the data in its receive: this is short */
+        MPI_Request data;
+        check(MPI_Isend(src, (int)n, MPI_BYTE, dest, tag, mpi.comm, &data), "MPI_Isend", dest);
+        for (int done = 0; !done;) {
+            check(MPI_Test(&data, &done, MPI_STATUS_IGNORE), "MPI_Test of a block", dest);
+            if (!done && mpi.oversubscribed)
+                sched_yield();
+        }
+        return 0;
+    }
+    new_send_slot()->req = ready; /* it comes when the receiver gets to the header */
+    send_slot *s = new_send_slot();
+    s->b = copy_buffer(n);
+    s->what = SENT_COPY;
+    memcpy(s->b.buf, src, n);
+    check(MPI_Isend(s->b.buf, (int)n, MPI_BYTE, dest, tag, mpi.comm, &s->req), "MPI_Isend",
+          dest);
+    mpi.puts_out++;
+    return 0;
+}
+
 int etc_net_read_remote(int node, void *local_dst, const void *remote_src, size_t n)
 {
     (void)node;
     (void)local_dst;
     (void)remote_src;
     (void)n;
-    return -1; /* P3: block moves travel as messages */
+    return -1; /* P3: no single-copy path; blocks go by rendezvous (etc_net_put) */
 }
 
 int etc_net_write_remote(int node, void *remote_dst, const void *local_src, size_t n)
@@ -258,6 +389,37 @@ static int head_done(void)
     return r->done;
 }
 
+/* P10: receives a rendezvous's data from node k straight into dst (into a
+ * scratch buffer while finishing: it must still be matched), says "ready",
+ * and waits for it: the frames after the header and the message it carries
+ * wait behind it (N1); the sender sends the data once "ready" arrives, or
+ * already has from a copy. */
+static void receive_put(int k, const put_hdr *h)
+{
+    void *scratch = mpi.finishing ? etc_xmalloc((size_t)h->n) : NULL;
+    MPI_Request req;
+    check(MPI_Irecv(scratch ? scratch : (void *)(uintptr_t)h->dst, (int)h->n, MPI_BYTE, k,
+                    h->tag, mpi.comm, &req),
+          "MPI_Irecv of a block", k);
+    check(MPI_Isend(no_bytes, 0, MPI_BYTE, k, h->tag + mpi.tag_span, mpi.comm,
+                    &new_send_slot()->req),
+          "MPI_Isend of a ready", k);
+    int done = 0;
+    MPI_Status st;
+    for (;;) {
+        check(MPI_Test(&req, &done, &st), "MPI_Test of a block", k);
+        if (done)
+            break;
+        if (mpi.oversubscribed)
+            sched_yield(); /* the sender may need this CPU to send */
+    }
+    free(scratch);
+    int got = 0;
+    MPI_Get_count(&st, MPI_BYTE, &got);
+    if ((uint64_t)got != h->n)
+        bad_frame(k, "a block shorter than its header says");
+}
+
 /* Delivers every frame of one received buffer from node k. */
 static int deliver_buffer(int k, unsigned char *buf, size_t len)
 {
@@ -274,6 +436,22 @@ static int deliver_buffer(int k, unsigned char *buf, size_t len)
                 mpi.bye[k] = 1;
                 mpi.byes++;
             }
+            continue;
+        }
+        if (h.type == NET_PUT) {
+            put_hdr ph;
+            if (h.len < sizeof ph)
+                bad_frame(k, "a rendezvous header too short");
+            memcpy(&ph, body, sizeof ph);
+            if (ph.n > INT_MAX || ph.tag < FIRST_DATA_TAG ||
+                ph.tag >= FIRST_DATA_TAG + mpi.tag_span || ph.type == 0 ||
+                ph.type >= ETC_NET_TYPES || fr->buf)
+                bad_frame(k, "a malformed rendezvous header");
+            receive_put(k, &ph);
+            if (mpi.finishing)
+                continue; /* N7 */
+            etc_deliver(k, ph.type, body + sizeof ph, h.len - sizeof ph);
+            count++;
             continue;
         }
         if (h.type == 0 || h.type >= ETC_NET_TYPES)
@@ -371,7 +549,7 @@ void etc_net_wait(double seconds)
             return;
         if (now < spin_end)
             continue;
-        double s = step;
+        double s = mpi.puts_out ? SLEEP_MIN : step; /* P10: the receiver may need us */
         if (end >= 0 && end - now < s)
             s = end - now;
         sleep_for(s);
@@ -635,7 +813,12 @@ void etc_net_start(int want, int *node_id, int *num_nodes)
     mpi.oversubscribed = oversubscribed();
     mpi.bye = calloc((size_t)mpi.n, sizeof *mpi.bye);
     mpi.frag = calloc((size_t)mpi.n, sizeof *mpi.frag);
-    if (!mpi.bye || !mpi.frag)
+    mpi.put_tag = calloc((size_t)mpi.n, sizeof *mpi.put_tag);
+    int *tag_ub = NULL, has_ub = 0;
+    MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, &tag_ub, &has_ub);
+    int ub = has_ub && tag_ub && *tag_ub > 32767 ? *tag_ub : 32767; /* 32767: MPI's least */
+    mpi.tag_span = (ub - FIRST_DATA_TAG + 1) / 2;
+    if (!mpi.bye || !mpi.frag || !mpi.put_tag)
         etc_die("out of memory");
     etc_coalesce_init(&mpi.out, mpi.n, FLUSH_AT, MAX_MESSAGE, NULL, NULL);
     mpi.out.take = take_buffer;

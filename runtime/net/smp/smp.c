@@ -478,6 +478,19 @@ int etc_net_write_remote(int node, void *remote_dst, const void *local_src, size
     return direct(node, (void *)local_src, remote_dst, n, 1);
 }
 
+int etc_net_put(int dest, void *remote_dst, const void *src, size_t n, int type, const void *a,
+                size_t alen)
+{
+    (void)dest;
+    (void)remote_dst;
+    (void)src;
+    (void)n;
+    (void)type;
+    (void)a;
+    (void)alen;
+    return -1; /* R12: single-copy moves, else messages */
+}
+
 /* ---------------------------------------------------------------- output
  *
  * R10 (net.h N10): a node's stdout and stderr are replaced by line-buffered streams whose
