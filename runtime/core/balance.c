@@ -287,6 +287,11 @@ void etc_lb_protocol_error(int src, const char *what)
 void etc_lb_send_token(int dest, etc_tok tok, int origin, int hops, int reply)
 {
     check_dest(dest, "a token");
+    dest = etc_adapt_token_dest(dest, reply);
+    if (dest < 0) { /* every other node is dormant */
+        etc_lb_keep(tok);
+        return;
+    }
     HAND_OFF_TOKEN();
     etc_token_msg h = {
         .fn = (uint64_t)(uintptr_t)tok.fn,

@@ -93,7 +93,11 @@ void etc_lb_keep(etc_tok tok);               /* an arriving token: at the head *
  * is taken (LIFO) and remote work is not (snd: a token back at its origin). */
 void etc_lb_keep_local(etc_tok tok);
 /* Sends a token to `dest` (and frees its local parameter frame); the message
- * carries origin, hops, reply and this node's token count (load). */
+ * carries origin, hops, reply and this node's token count (load). Under
+ * ETC_ADAPT=1 a token that answers no request (reply 0) and is for a dormant
+ * node goes to the next awake node after it instead, or stays here (at the
+ * head, as etc_lb_keep) if every other node is dormant: balancers need not know
+ * about dormant nodes (core/adapt.c). */
 void etc_lb_send_token(int dest, etc_tok tok, int origin, int hops, int reply);
 /* Sends a control message (never to this node). */
 void etc_lb_send(int dest, int type, const void *body, size_t len);
