@@ -115,6 +115,11 @@ int etc_lb_busy(void)
     return etc_work_here();
 }
 
+int etc_lb_dormant(void)
+{
+    return etc_rts.priv->adapt.dormant;
+}
+
 int etc_lb_surplus(void)
 {
     size_t t = etc_lb_tokens();

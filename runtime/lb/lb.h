@@ -123,6 +123,10 @@ int etc_lb_nodes(void);
 int etc_lb_pred(void);                        /* predecessor on the virtual ring */
 int etc_lb_succ(void);                        /* successor on the virtual ring */
 int etc_lb_busy(void);                        /* ready threads or tokens here */
+/* This node is dormant (ETC_ADAPT=1, core/adapt.c): the core calls no idle()
+ * meanwhile, and a balancer must not start a request for work from its other
+ * hooks either (answering and passing on other nodes' requests goes on). */
+int etc_lb_dormant(void);
 /* Surplus: a token beyond the one this node will run next (two tokens, or one
  * and a ready thread). The "rich" test of the ring balancers. */
 int etc_lb_surplus(void);
