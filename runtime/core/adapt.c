@@ -19,7 +19,7 @@
 
 #include "core/rts.h"
 
-/* An idle node reads the load at most this often: a read is three system
+/* An idle node reads the load at most this often: a read is a few system
  * calls, an idle step happens every few microseconds. */
 #define CHECK_AWAKE_SECONDS 2e-3
 /* A dormant node wakes this often to read the load (and only for that):
