@@ -1,7 +1,8 @@
 """Parallel jobs sharing this 2-CPU machine (issue 18; the experiments of seeds 000,
 ASAT, and 003, LLPC): each EBS workload alone, two copies started together, beside
-one and two CPU-bound hogs, beside an OpenMP job, and pinned to one CPU; the same
-pair and hog scenarios for OpenMP tasks (OMP_DYNAMIC false and true) and TBB.
+one and two CPU-bound hogs, beside an OpenMP job, and pinned to one CPU, on 2 nodes,
+`auto` nodes and 2 self-allocating nodes (`--adapt`); the same pair and hog
+scenarios for OpenMP tasks (OMP_DYNAMIC false and true) and TBB.
 
 Metrics (Eyerman and Eeckhout): a job's slowdown is its wall time in a scenario over
 its wall time alone on 2 nodes (threads) in the same repetition; ANTT is the mean
@@ -93,25 +94,31 @@ def together(jobs: Sequence[Job], hogs: int = 0) -> list[Result]:
             h.wait()
 
 
-def _etc(prog: Path, args: list[str], nodes: str, pin: str | None = None) -> Job:
-    cmd = [str(BIN / "etcrun"), "-n", nodes, str(prog), *args]
+def _etc(prog: Path, args: list[str], nodes: str, pin: str | None = None,
+         adapt: bool = False) -> Job:
+    cmd = [str(BIN / "etcrun"), "-n", nodes, *(["--adapt"] if adapt else []), str(prog),
+           *args]
     if pin is not None:
         cmd = ["taskset", "-c", pin, *cmd]
     return Job(cmd, dict(os.environ), "etc")
 
 
-def _scenarios(alone: Job, solo: Job, auto: Job, omp: Job,
+def _scenarios(alone: Job, solo: Job, auto: Job, adapt: Job, omp: Job,
                pinned: tuple[Job, Job] | None) -> dict[str, list[Job | int]]:
     """name -> [jobs..., hogs]; the first job is the one whose slowdown is reported
-    (pairs report both)."""
+    (pairs report both). `adapt`: 2 nodes with self-allocating nodes (--adapt)."""
     out: dict[str, list[Job | int]] = {
+        "alone, 2 nodes, adapt": [adapt, 0],
         "two jobs, 2 nodes each": [alone, alone, 0],
         "two jobs, auto each": [auto, auto, 0],
+        "two jobs, 2 nodes, adapt each": [adapt, adapt, 0],
         "beside 1 hog, 2 nodes": [alone, 1],
         "beside 1 hog, auto": [auto, 1],
         "beside 1 hog, 1 node": [solo, 1],
+        "beside 1 hog, 2 nodes, adapt": [adapt, 1],
         "beside 2 hogs, 2 nodes": [alone, 2],
         "beside 2 hogs, auto": [auto, 2],
+        "beside 2 hogs, 2 nodes, adapt": [adapt, 2],
     }
     out["beside an OpenMP job (2 threads)"] = [alone, omp, 0]
     if pinned is not None:
@@ -191,13 +198,16 @@ def bench(quick: bool) -> Section:
     plot_labels: list[str] = []
     plot_series: dict[str, list[float]] = {}
     auto_goal: list[str] = []
+    adapt_goal: list[str] = []
+    adapt_alone: list[str] = []
+    adapt_pair: list[str] = []
     for name, args in WORKLOADS.items():
         prog = etcc(EBS / f"{name}.tc", OUT / "ebs" / name, "-O2", "-lm")
         alone, solo = _etc(prog, args, "2"), _etc(prog, args, "1")
-        auto = _etc(prog, args, "auto")
+        auto, adapt = _etc(prog, args, "auto"), _etc(prog, args, "2", adapt=True)
         pinned = (_etc(prog, args, "2", "0"), _etc(prog, args, "1", "0")) \
             if have_taskset else None
-        scen = _scenarios(alone, solo, auto, omp_job, pinned)
+        scen = _scenarios(alone, solo, auto, adapt, omp_job, pinned)
         got = _measure(scen, {"etc": alone, "omp": omp_job}, reps)
         for sname, m in got.items():
             rows.append([name, sname, f"{m['slowdown']:.2f}", f"{m['antt']:.2f}",
@@ -208,6 +218,9 @@ def bench(quick: bool) -> Section:
         best = min(got["beside 1 hog, 2 nodes"]["slowdown"],
                    got["beside 1 hog, 1 node"]["slowdown"])
         auto_goal.append(f"{name} {got['beside 1 hog, auto']['slowdown'] / best:.2f}")
+        adapt_goal.append(f"{name} {got['beside 1 hog, 2 nodes, adapt']['slowdown'] / best:.2f}")
+        adapt_alone.append(f"{name} {got['alone, 2 nodes, adapt']['slowdown']:.2f}")
+        adapt_pair.append(f"{name} {got['two jobs, 2 nodes, adapt each']['antt']:.2f}")
     sec.add(f"smp target, sizes of 0.1-0.2 s alone; medians of {reps} repetitions, "
             "each with its own runs alone. Slowdown: of the first job named (the etc "
             "workload); ANTT and STP over the jobs measured (hogs are not); CPU: the "
@@ -230,5 +243,10 @@ def bench(quick: bool) -> Section:
                 f"{w} {pair_antt[w]:.2f} vs "
                 f"{min(v for k, v in peer_antt.items() if k.startswith(w + ':')):.2f}"
                 for w in ("fib", "queens")) + ".")
+    sec.add("", "Self-allocating nodes (`--adapt`, 2 nodes): beside one hog, over the "
+                "better of 1 and 2 nodes without it: " + ", ".join(adapt_goal) +
+            "; two such jobs together, ANTT: " + ", ".join(adapt_pair) +
+            "; alone, over 2 nodes without it (its cost on this machine, which other "
+            "jobs may be loading): " + ", ".join(adapt_alone) + ".")
     sec.data = {"pair_antt": pair_antt, "peer_antt": peer_antt}
     return sec

@@ -51,7 +51,8 @@ def _arg_parser() -> argparse.ArgumentParser:
     ap = ArgParser(
         prog="etcrun",
         description="Run a Threaded-C program (built by etcc) on N nodes.",
-        epilog="Environment: ETC_NODES and ETC_LB give the same settings; options win.",
+        epilog="Environment: ETC_NODES, ETC_LB and ETC_ADAPT give the same settings; "
+        "options win.",
     )
     ap.add_argument("-n", "--nodes", type=_nodes, default=None, metavar="N",
                     help="number of nodes, or 'auto': the CPUs the program may use less "
@@ -62,6 +63,10 @@ def _arg_parser() -> argparse.ArgumentParser:
                     help="say how many nodes the run gets and why")
     ap.add_argument("--lb", metavar="NAME",
                     help="load balancer: " + ", ".join(toolchain.BALANCERS))
+    ap.add_argument("--adapt", action="store_true",
+                    help="self-allocating nodes: on a machine running more tasks than "
+                    "CPUs, surplus idle nodes stop taking work until the load falls "
+                    "(ETC_ADAPT=1)")
     ap.add_argument("--prof", action="store_true",
                     help="require a -prof build (its profile table is printed at exit)")
     ap.add_argument("--prof-out", metavar="FILE", help="also write the profile as JSON")
@@ -161,6 +166,11 @@ def _body(argv: list[str]) -> int:
         sys.stderr.write(f"etc: error: unknown load balancer '{env_lb}'; valid ones: "
                          f"{' '.join(toolchain.BALANCERS)}\n")
         return 2
+    env_adapt = os.environ.get("ETC_ADAPT", "")
+    if target.launcher and not opts.adapt and env_adapt not in ("", "0", "1"):
+        # every node would say it: say it once, as the runtime does (core/adapt.c)
+        sys.stderr.write(f"etc: error: ETC_ADAPT='{env_adapt}' is not 0 or 1\n")
+        return 2
     if (opts.prof or opts.prof_out) and not info.prof:
         what = "--prof" if opts.prof else "--prof-out"
         return fail(f"{what}: {opts.program} was not built with -prof (etcc -prof ...)")
@@ -180,6 +190,8 @@ def _body(argv: list[str]) -> int:
         env["ETC_PROF_OUT"] = os.path.abspath(opts.prof_out)
     if opts.tag_output:
         env["ETC_TAG_OUTPUT"] = "1"
+    if opts.adapt:
+        env["ETC_ADAPT"] = "1"
     nodes = nodes or target.default_nodes
     if opts.verbose and opts.nodes != "auto" and os.environ.get("ETC_NODES") != "auto":
         sys.stderr.write(f"etcrun: {nodes} node{'s' if nodes != 1 else ''}\n" if nodes else

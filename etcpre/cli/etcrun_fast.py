@@ -1,5 +1,5 @@
-"""etcrun's start-up path for the common run: `etcrun [-n N] ./prog args...` of a seq
-or smp program, which etcrun only has to exec with ETC_NODES set.
+"""etcrun's start-up path for the common run: `etcrun [-n N] [--adapt] ./prog args...` of
+a seq or smp program, which etcrun only has to exec with ETC_NODES (and ETC_ADAPT) set.
 
 `.venv/bin/etcrun` runs this module with `python -S` (no site-packages: their .pth
 files and the editable install's import hook cost more than the rest of a short
@@ -29,12 +29,17 @@ def _count(text: str) -> int | None:
     return n if n <= MAX_NODES else None
 
 
-def _split(argv: list[str]) -> tuple[int | None, str, list[str]] | None:
-    """(node count or None, program, its arguments) when the options are only -n."""
+def _split(argv: list[str]) -> tuple[int | None, bool, str, list[str]] | None:
+    """(node count or None, --adapt given, program, its arguments) when the options are
+    only -n and --adapt."""
     nodes = None
+    adapt = False
     i = 0
     while i < len(argv) and argv[i].startswith("-"):
         arg = argv[i]
+        if arg == "--adapt":
+            adapt, i = True, i + 1
+            continue
         if arg in ("-n", "--nodes") and i + 1 < len(argv):
             text, i = argv[i + 1], i + 2
         elif arg.startswith("--nodes="):
@@ -48,7 +53,7 @@ def _split(argv: list[str]) -> tuple[int | None, str, list[str]] | None:
             return None
     if i >= len(argv):
         return None
-    return nodes, argv[i], argv[i + 1:]
+    return nodes, adapt, argv[i], argv[i + 1:]
 
 
 def _target(path: str) -> str | None:
@@ -71,7 +76,7 @@ def fast_exec(argv: list[str]) -> None:
     split = _split(argv)
     if split is None:
         return
-    nodes, prog, args = split
+    nodes, adapt, prog, args = split
     env_nodes = os.environ.get("ETC_NODES")
     if nodes is None and env_nodes and _count(env_nodes) is None:
         return
@@ -86,6 +91,8 @@ def fast_exec(argv: list[str]) -> None:
     env = dict(os.environ)
     if nodes is not None:
         env["ETC_NODES"] = str(nodes)
+    if adapt:
+        env["ETC_ADAPT"] = "1"
     path = prog if "/" in prog else os.path.join(".", prog)
     try:
         os.execve(path, [prog, *args], env)

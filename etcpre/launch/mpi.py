@@ -45,7 +45,7 @@ EXIT_CODE = re.compile(r"Exit code:\s*(\d+)")
 IMPROPER = re.compile(r"process rank (\d+) with PID \d+ on node \S+ exiting improperly")
 # What Open MPI's launcher prints outside its dashed blocks, about itself
 OMPI_LINE = re.compile(r"^\[[^\]\s]+:\d+\] |^Set MCA parameter |^(mpirun|prterun): ")
-PASS_ON = ("ETC_LB", "ETC_PROF_OUT", "ETC_PROF_HZ", "ETC_TAG_OUTPUT", "ETC_NODES",
+PASS_ON = ("ETC_LB", "ETC_ADAPT", "ETC_PROF_OUT", "ETC_PROF_HZ", "ETC_TAG_OUTPUT", "ETC_NODES",
            "ETC_TRACE_DIR", "ETC_TRACE_LIMIT")
 
 

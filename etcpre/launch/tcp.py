@@ -165,8 +165,8 @@ class Launcher:
         for node in self.nodes:
             env = {"ETC_TCP_CONTROL": control, "ETC_TCP_NODE": str(node.k),
                    "ETC_NODES": str(self.n)}
-            for key in ("ETC_LB", "ETC_PROF_OUT", "ETC_PROF_HZ", "ETC_TCP_FAULT", "ETC_TRACE_DIR",
-                        "ETC_TRACE_LIMIT"):
+            for key in ("ETC_LB", "ETC_ADAPT", "ETC_PROF_OUT", "ETC_PROF_HZ", "ETC_TCP_FAULT",
+                        "ETC_TRACE_DIR", "ETC_TRACE_LIMIT"):
                 if key in self.env:
                     env[key] = self.env[key]
             if is_local(node.host):

@@ -115,6 +115,11 @@ int etc_lb_busy(void)
     return etc_work_here();
 }
 
+int etc_lb_dormant(void)
+{
+    return etc_rts.priv->adapt.dormant;
+}
+
 int etc_lb_surplus(void)
 {
     size_t t = etc_lb_tokens();
@@ -287,6 +292,11 @@ void etc_lb_protocol_error(int src, const char *what)
 void etc_lb_send_token(int dest, etc_tok tok, int origin, int hops, int reply)
 {
     check_dest(dest, "a token");
+    dest = etc_adapt_token_dest(dest, reply);
+    if (dest < 0) { /* every other node is dormant */
+        etc_lb_keep(tok);
+        return;
+    }
     HAND_OFF_TOKEN();
     etc_token_msg h = {
         .fn = (uint64_t)(uintptr_t)tok.fn,

@@ -130,9 +130,9 @@ int etc_usable_cpus(void)
     return cached;
 }
 
-/* The tasks other jobs have runnable now: /proc/loadavg's fourth field is
- * "runnable/total", ourselves included (ETC_LOADAVG names another file, for tests). */
-static int others_runnable(void)
+/* /proc/loadavg's fourth field is "runnable/total", ourselves included, counted
+ * at the moment of the read (ETC_LOADAVG names another file, for tests). */
+int etc_runnable_tasks(void)
 {
     const char *path = getenv("ETC_LOADAVG");
     char line[256];
@@ -142,6 +142,13 @@ static int others_runnable(void)
     int running, total;
     if (sscanf(line, "%lf %lf %lf %d/%d", &l1, &l5, &l15, &running, &total) != 5)
         return 0;
+    return running > 0 ? running : 0;
+}
+
+/* The tasks other jobs have runnable now. */
+static int others_runnable(void)
+{
+    int running = etc_runnable_tasks();
     return running > 1 ? running - 1 : 0;
 }
 

@@ -381,6 +381,7 @@ uint32_t etc_prof_part_of_message(int type)
     case ETC_M_INVOKE:
         return ETC_PART_THREAD_MANAGEMENT;
     case ETC_M_TOKEN:
+    case ETC_M_ADAPT:
         return ETC_PART_LOAD_BALANCING;
     default:
         if (type >= ETC_LB_MSG && type < ETC_LB_MSG + ETC_LB_MSG_COUNT)

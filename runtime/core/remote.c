@@ -414,6 +414,7 @@ static const handler_entry handlers[ETC_NET_TYPES] = {
     [ETC_M_PROF] = {handle_prof, 0},
     [ETC_M_WAITING] = {handle_waiting, 0},
     [ETC_M_TRACE_CLOCK] = {handle_trace_clock, 0},
+    [ETC_M_ADAPT] = {etc_adapt_message, 0},
     [ETC_LB_MSG ... ETC_LB_MSG + ETC_LB_MSG_COUNT - 1] = {etc_balance_message, 0},
 };
 

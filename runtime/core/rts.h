@@ -38,6 +38,7 @@ enum etc_msg_type {
     ETC_M_PROF,       /* node -> node 0: profile counters at the end */
     ETC_M_WAITING,    /* node -> node 0: activations still alive at the end */
     ETC_M_TRACE_CLOCK, /* -trace: node 0 <-> node: clock offsets at the end (trace.c) */
+    ETC_M_ADAPT,      /* node -> every node: I am dormant / awake again (adapt.c) */
     ETC_M_TYPES = ETC_NET_TYPES
 };
 _Static_assert(ETC_LB_MSG + ETC_LB_MSG_COUNT == ETC_NET_TYPES,
@@ -73,12 +74,22 @@ typedef struct etc_origin {
 } etc_origin;
 #endif
 
+/* Self-allocating nodes (adapt.c). */
+typedef struct etc_adapt {
+    int enabled;                  /* ETC_ADAPT=1 on a run of several nodes */
+    int dormant;                  /* this node: no balancer requests, no unsolicited tokens */
+    int cpus;                     /* the CPUs the program may use */
+    double next_check;            /* when an idle step next reads the load */
+    unsigned char *dormant_nodes; /* what each node last said (ADAPT) */
+} etc_adapt;
+
 typedef struct etc_node_private {
     int in_thread_poll; /* inside POLL() in a running thread: busy */
     const etc_lb_ops *lb;
     void *lb_state;
     uint64_t rng;
     etc_term term;
+    etc_adapt adapt;
     int waiting_reports;            /* node 0: end-of-run reports received (deadlock.c) */
     struct etc_waiting *waiting;    /* node 0: what they said */
     int prof_enabled;   /* a -prof build */
@@ -115,6 +126,18 @@ void etc_term_leave_idle(void);
 void etc_term_idle_step(void);
 double etc_term_wait_hint(void);
 void etc_term_message(int src, int type, const void *body, size_t len);
+
+/* adapt.c: ETC_ADAPT (0 or 1; anything else: etc_die, before the nodes start) */
+int etc_adapt_setting(void);
+void etc_adapt_init(int enabled);
+/* Every idle step: reads the load when due and becomes dormant or wakes (A1);
+ * returns the seconds until the next read (< 0: adapt is off). */
+double etc_adapt_idle_step(void);
+void etc_adapt_message(int src, int type, const void *body, size_t len);
+/* Where a token the balancer sends to `dest` goes (A2): `dest`, or the next
+ * awake node after it if `dest` is dormant and the token answers no request;
+ * -1: every other node is dormant, keep it. */
+int etc_adapt_token_dest(int dest, int reply);
 
 /* functions.c: the program's threaded functions (etc.h etc_fn_info) */
 etc_fn_info *const *etc_fns_begin(void);
@@ -156,6 +179,9 @@ void etc_crash_init(void);
 int etc_auto_nodes(void);
 /* Answers ETC_QUERY on stdout (etcrun's question to a remote host); main's exit status. */
 int etc_cpus_answer_query(const char *query);
+/* The machine's runnable tasks now, the caller included (/proc/loadavg's fourth
+ * field, or the file ETC_LOADAVG names); 0 if it cannot be read. */
+int etc_runnable_tasks(void);
 /* The address of the instruction a signal interrupted (0 if unknown here). */
 uintptr_t etc_interrupted_pc(const void *ucontext);
 

@@ -4,7 +4,9 @@
  * it is empty it expands the newest token (LIFO, thesis 2.3.2); when both are
  * empty the node is idle: it polls the network, lets the balancer look for
  * work, takes part in termination detection and, after a short spin, blocks
- * in the network layer until a message arrives. */
+ * in the network layer until a message arrives. With ETC_ADAPT=1 an idle node
+ * of an oversubscribed machine may become dormant (adapt.c): it then skips the
+ * balancer and the spin, and blocks until a message or its next load check. */
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -126,8 +128,11 @@ static int idle(int spins_max)
             over = 1;
             break;
         }
-        double wait;
-        ETC_TRACE_LB(0, wait = etc_balance_idle());
+        double wait, load_check_in = etc_adapt_idle_step();
+        if (p->adapt.dormant)
+            wait = load_check_in; /* A3: it asks the balancer for no work */
+        else
+            ETC_TRACE_LB(0, wait = etc_balance_idle());
         etc_term_idle_step();
         etc_net_flush();
         if (p->term.over) {
@@ -140,7 +145,7 @@ static int idle(int spins_max)
             spins = 0;
             continue;
         }
-        if (++spins < spins_max) {
+        if (!p->adapt.dormant && ++spins < spins_max) {
             if (spins_max < 100)
                 sched_yield();
             continue;
@@ -280,6 +285,7 @@ int main(int argc, char **argv)
     if (query && *query)
         return etc_cpus_answer_query(query);
     int want = env_nodes();
+    int adapt = etc_adapt_setting();
     const char *lb = lb_name();
     if (*lb && !etc_lb_find(lb)) {
         fprintf(stderr, "etc: error: unknown load balancer '%s'; valid ones:", lb);
@@ -300,6 +306,7 @@ int main(int argc, char **argv)
     etc_crash_init();
     etc_alloc_init();
     etc_balance_init(*lb ? lb : (n == 1 ? "nop" : "spn"));
+    etc_adapt_init(adapt);
     ETC_PART_SET(ETC_PART_APPLICATION);
     node_private.start_time = etc_time();
 #ifdef ETC_TRACE

@@ -93,7 +93,11 @@ void etc_lb_keep(etc_tok tok);               /* an arriving token: at the head *
  * is taken (LIFO) and remote work is not (snd: a token back at its origin). */
 void etc_lb_keep_local(etc_tok tok);
 /* Sends a token to `dest` (and frees its local parameter frame); the message
- * carries origin, hops, reply and this node's token count (load). */
+ * carries origin, hops, reply and this node's token count (load). Under
+ * ETC_ADAPT=1 a token that answers no request (reply 0) and is for a dormant
+ * node goes to the next awake node after it instead, or stays here (at the
+ * head, as etc_lb_keep) if every other node is dormant: balancers need not know
+ * about dormant nodes (core/adapt.c). */
 void etc_lb_send_token(int dest, etc_tok tok, int origin, int hops, int reply);
 /* Sends a control message (never to this node). */
 void etc_lb_send(int dest, int type, const void *body, size_t len);
@@ -119,6 +123,10 @@ int etc_lb_nodes(void);
 int etc_lb_pred(void);                        /* predecessor on the virtual ring */
 int etc_lb_succ(void);                        /* successor on the virtual ring */
 int etc_lb_busy(void);                        /* ready threads or tokens here */
+/* This node is dormant (ETC_ADAPT=1, core/adapt.c): the core calls no idle()
+ * meanwhile, and a balancer must not start a request for work from its other
+ * hooks either (answering and passing on other nodes' requests goes on). */
+int etc_lb_dormant(void);
 /* Surplus: a token beyond the one this node will run next (two tokens, or one
  * and a ready thread). The "rich" test of the ring balancers. */
 int etc_lb_surplus(void);

@@ -156,10 +156,12 @@ static void send_request(state *s, int dest)
     etc_lb_send_request(dest, REQUEST, NULL, 0);
 }
 
-/* Starts the receiver mode unless a request is out or the node backs off. */
+/* Starts the receiver mode unless a request is out, the node backs off or it is
+ * dormant. */
 static void receiver_mode(state *s)
 {
-    if (!s->p->receiver || s->phase != IDLE_PHASE || etc_lb_backoff_wait(&s->backoff) > 0)
+    if (!s->p->receiver || s->phase != IDLE_PHASE || etc_lb_backoff_wait(&s->backoff) > 0 ||
+        etc_lb_dormant())
         return;
     if (s->p->probes && s->d > 1) {
         /* d distinct random nodes: a partial Fisher-Yates shuffle */

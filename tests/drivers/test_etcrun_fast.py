@@ -31,18 +31,21 @@ def test_the_installed_etcrun_runs_without_site_packages() -> None:
 
 
 @pytest.mark.parametrize(("argv", "taken"), [
-    (["-n", "2", "./p", "x"], (2, "./p", ["x"])),
-    (["-n2", "p"], (2, "p", [])),
-    (["--nodes=3", "p", "-n", "4"], (3, "p", ["-n", "4"])),
-    (["--nodes", "65534", "p"], (65534, "p", [])),
-    (["p", "--lb", "x"], (None, "p", ["--lb", "x"])),
+    (["-n", "2", "./p", "x"], (2, False, "./p", ["x"])),
+    (["-n2", "p"], (2, False, "p", [])),
+    (["--nodes=3", "p", "-n", "4"], (3, False, "p", ["-n", "4"])),
+    (["--nodes", "65534", "p"], (65534, False, "p", [])),
+    (["p", "--lb", "x"], (None, False, "p", ["--lb", "x"])),
+    (["--adapt", "-n", "2", "p"], (2, True, "p", [])),
+    (["-n", "2", "--adapt", "p", "--adapt"], (2, True, "p", ["--adapt"])),
+    (["--adapt", "p"], (None, True, "p", [])), (["--adapt"], None),
     (["-n", "auto", "p"], None), (["-n", "0", "p"], None), (["-n", "02", "p"], None),
     (["-n", "1_0", "p"], None), (["-n", "65535", "p"], None), (["-n", "٣", "p"], None),
     (["--lb", "rand", "p"], None), (["-v", "p"], None), (["--", "p"], None),
     (["-n", "2"], None), ([], None), (["--version"], None),
 ])
-def test_which_command_lines_it_takes(argv: list[str],
-                                      taken: tuple[int | None, str, list[str]] | None) -> None:
+def test_which_command_lines_it_takes(
+        argv: list[str], taken: tuple[int | None, bool, str, list[str]] | None) -> None:
     assert etcrun_fast._split(argv) == taken
 
 
@@ -64,6 +67,8 @@ def test_it_behaves_as_the_full_etcrun(build: Builder, tmp_path: Path, target: s
         (["-n", "1", str(prog)], {}), (["-n", "2", str(prog)], {}),
         (["hello"], {}), (["./hello"], {"ETC_NODES": "2"}), (["./hello"], {"ETC_NODES": "x"}),
         (["-n", "3", "./hello"], {"ETC_NODES": "2"}), (["./missing"], {}),
+        (["--adapt", "-n", "2", "./hello"], {}), (["--adapt", "./hello"], {"ETC_ADAPT": "x"}),
+        (["-n", "2", "./hello"], {"ETC_ADAPT": "x"}),
         ([str(tmp_path)], {}),
     ]
     for args, extra in cases:

@@ -96,6 +96,7 @@ ETC_NET_LAYER("mpi");
 #define POLL_INTERVAL 20e-6      /* F4: at thread boundaries, poll at most this often */
 #define SLEEP_MIN 20e-6          /* P4: an idle node's first sleep ... */
 #define SLEEP_MAX 1e-3           /* ... doubling up to this */
+#define SLEEP_MAX_FACTOR 20      /* both times the ranks per CPU, at most this */
 #define SPIN_SECONDS 50e-6       /* P4: how long an idle node spins first */
 #define FINISH_SECONDS 30.0      /* P5: the longest a node waits for the others' goodbyes */
 
@@ -137,6 +138,7 @@ static struct {
     int byes;      /* goodbyes received while finishing */
     int *bye;      /* per node: it said goodbye (sends to it are dropped) */
     int oversubscribed;
+    double sleep_min, sleep_max; /* P4: SLEEP_MIN and SLEEP_MAX times the ranks per CPU */
     recv_slot rx[RECVS];
     int rx_head;   /* the oldest posted receive: the next to handle */
     int rx_unposted; /* the slots just before rx_head, handled, not yet posted again */
@@ -538,7 +540,7 @@ void etc_net_wait(double seconds)
     repost();
     double now = etc_time(), end = seconds < 0 ? -1 : now + seconds;
     double spin_end = now + (mpi.oversubscribed ? 0 : SPIN_SECONDS);
-    double step = SLEEP_MIN;
+    double step = mpi.sleep_min;
     for (;;) {
         if (head_done())
             return;
@@ -553,7 +555,7 @@ void etc_net_wait(double seconds)
         if (end >= 0 && end - now < s)
             s = end - now;
         sleep_for(s);
-        if (step < SLEEP_MAX)
+        if (step < mpi.sleep_max)
             step *= 2;
     }
 }
@@ -755,7 +757,7 @@ static void setup_tagging(void)
 
 /* P4: more ranks on this machine than it has CPUs (all of them, not this
  * rank's affinity: the MPI launcher may bind each rank to one core). */
-static int oversubscribed(void)
+static int ranks_here(void)
 {
     MPI_Comm local;
     int here = mpi.n;
@@ -764,8 +766,7 @@ static int oversubscribed(void)
         MPI_Comm_size(local, &here);
         MPI_Comm_free(&local);
     }
-    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-    return here > (cpus > 0 ? cpus : 1);
+    return here;
 }
 
 void etc_net_start(int want, int *node_id, int *num_nodes)
@@ -810,7 +811,18 @@ void etc_net_start(int want, int *node_id, int *num_nodes)
         MPI_Finalize();
         exit(2);
     }
-    mpi.oversubscribed = oversubscribed();
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    if (cpus < 1)
+        cpus = 1;
+    int here = ranks_here();
+    long per_cpu = (here + cpus - 1) / cpus;
+    mpi.oversubscribed = here > cpus;
+    /* every idle rank wakes at every step of its sleep: with many ranks a CPU,
+     * short steps add up to a busy CPU, and a rank waits its turn for a CPU
+     * longer than the steps anyway */
+    double factor = (double)(per_cpu > SLEEP_MAX_FACTOR ? SLEEP_MAX_FACTOR : per_cpu);
+    mpi.sleep_min = SLEEP_MIN * factor;
+    mpi.sleep_max = SLEEP_MAX * factor;
     mpi.bye = calloc((size_t)mpi.n, sizeof *mpi.bye);
     mpi.frag = calloc((size_t)mpi.n, sizeof *mpi.frag);
     mpi.put_tag = calloc((size_t)mpi.n, sizeof *mpi.put_tag);
