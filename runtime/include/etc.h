@@ -335,10 +335,12 @@ static inline uintptr_t etc_tag_of(const void *g)
     return (uintptr_t)g >> ETC_ADDR_BITS;
 }
 
+/* This node's tag first: SLOT_ADR and TO_GLOBAL make every SPTR and GLOBAL
+ * pointer of generated code carry it, so the usual local case is one test. */
 static inline int etc_is_local(const void *g)
 {
     uintptr_t t = etc_tag_of(g);
-    return t == 0 || t == (etc_rts.gtag >> ETC_ADDR_BITS);
+    return __builtin_expect(t == (etc_rts.gtag >> ETC_ADDR_BITS), 1) || t == 0;
 }
 
 static inline int etc_owner_of(const void *g)
