@@ -5,6 +5,8 @@ same arithmetic; overhead at 50, 125 and 250 flops per point per iteration."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from benchlib import (
     BENCH,
     OUT,
@@ -70,10 +72,8 @@ def bench(quick: bool) -> Section:
     if plot:
         sec.add(plot, "")
     sec.data = {f"{p}x{f}": v for (p, f), v in overhead.items()}
-    manual_ns = {s * s: float(r[3]) / (s * s * int(r[2])) * 1e9
-                 for s, r in zip(SIDES, rows[1::len(FLOPS)], strict=True)}
     extra_ns = {s * s: float(r[6]) for s, r in zip(SIDES, rows[1::len(FLOPS)], strict=True)}
-    sec.add(*instruction_breakdown(sec, manual_ns, extra_ns, reps))
+    sec.add(*instruction_breakdown(sec, manual, extra_ns, reps))
     return sec
 
 
@@ -100,7 +100,7 @@ def classify(key: tuple[str, str, int], etc_h: dict[int, str]) -> str:
     return "other"
 
 
-def instruction_breakdown(sec: Section, manual_ns: dict[int, float], extra_ns: dict[int, float],
+def instruction_breakdown(sec: Section, manual_fast: Path, extra_ns: dict[int, float],
                           reps: int) -> list[str]:
     """Where the instructions of a point-iteration go (callgrind, 125 flops), and the
     floor that 5 signals and a dispatch put under the overhead at today's costs."""
@@ -139,14 +139,29 @@ def instruction_breakdown(sec: Section, manual_ns: dict[int, float], extra_ns: d
     signal_ir = {n: parts[n].get("signal issue: the SYNC/RSYNC lines and their loop", 0.0)
                  + parts[n].get("slot decrement, fire, ready-queue push (etc.h, inlined)", 0.0)
                  for n in sizes}
-    # the floor: 5 signals at the measured SYNC issue cost and one thread switch
-    ops = Ops("seq", reps)
-    sync_ns = float(ops.measure("sync", 1_000_000))  # type: ignore[arg-type]
-    spawn_ns = float(ops.measure("spawn", 1_000_000))  # type: ignore[arg-type]
-    switch_ns = float(ops.measure("switch", 1_000_000))  # type: ignore[arg-type]
-    end_thread_ns = max(0.0, switch_ns - spawn_ns)
-    floor_ns = 5 * sync_ns + end_thread_ns
-    floors = {n: floor_ns / manual_ns[n] for n in manual_ns}
+    # the floor: 5 signals at the measured SYNC issue cost and one thread switch,
+    # each round next to the loop's time, so that both see the same moment of
+    # this shared machine
+    ops = Ops("seq", 1)
+    floor_runs, loop_runs = [], {n: [] for n in sizes}
+    sync_runs, switch_runs = [], []
+    for _ in range(reps):
+        sync_ns = float(ops.measure("sync", 1_000_000))  # type: ignore[arg-type]
+        spawn_ns = float(ops.measure("spawn", 1_000_000))  # type: ignore[arg-type]
+        switch_ns = max(0.0, float(ops.measure("switch", 1_000_000)) - spawn_ns)  # type: ignore[arg-type]
+        sync_runs.append(sync_ns)
+        switch_runs.append(switch_ns)
+        floor_runs.append(5 * sync_ns + switch_ns)
+        for n in sizes:
+            side = round(n ** 0.5)
+            iters = max(20, int(2e7 / (n * 25)))
+            t = number(r"time: ([\d.]+)", run([str(manual_fast), str(side), str(iters),
+                                                 k]).stderr)
+            loop_runs[n].append((t / (n * iters) * 1e9, floor_runs[-1]))
+    sync_ns, end_thread_ns, floor_ns = (median_of(sync_runs), median_of(switch_runs),
+                                        median_of(floor_runs))
+    manual_ns = {n: median_of([m for m, _ in loop_runs[n]]) for n in sizes}
+    floors = {n: median_of([f / m for m, f in loop_runs[n]]) for n in sizes}
     lines = [f"**Where a point-iteration's instructions go** (callgrind, 125 flops: K = {k}; "
              "each figure is the difference between a run of N and one of 2N iterations, "
              "per point-iteration, so start-up and the end cancel out; both programs built "
@@ -175,12 +190,13 @@ def instruction_breakdown(sec: Section, manual_ns: dict[int, float], extra_ns: d
     lines.append("")
     lines.append(
         f"**The floor at today's costs**, measured in this run on the seq target (median of "
-        f"{reps}): a SYNC issue costs {sync_ns:.2f} ns and a thread switch (END_THREAD and "
+        f"{reps} rounds, each next to the loop's runs): a SYNC issue costs {sync_ns:.2f} ns "
+        "and a thread switch (END_THREAD and "
         f"the next dispatch) {end_thread_ns:.2f} ns, so 5 signals and a dispatch cost "
         f"{floor_ns:.2f} ns per point-iteration even with every line in cache and nothing "
         "else to do. The hand-contracted loop takes "
         + ", ".join(f"{manual_ns[n]:.1f} ns ({n:,} points)" for n in manual_ns)
-        + " per point-iteration at 125 flops, so the floor alone is "
+        + " per point-iteration at 125 flops in the same rounds, so the floor alone is "
         + ", ".join(f"{floors[n]:+.0%}" for n in manual_ns)
         + (": the 15% goal is out of reach at 125 flops even at this floor"
            if min(floors.values()) >= 0.15 else
