@@ -113,6 +113,7 @@ CALL_PARTS = {
     "etc_is_local": "GLOBAL pointer tests (is the slot, the word local?)",
     "etc_tag_of": "GLOBAL pointer tests (is the slot, the word local?)",
     "etc_addr": "GLOBAL pointer tests (is the slot, the word local?)",
+    "etc_untag_own": "GLOBAL pointer tests (is the slot, the word local?)",
 }
 SLOT_PART = "slot update: INIT_SYNC, the DATA_RSYNC's store and decrement, fire"
 PUSH_PART = "ready-queue push (thread 1 enabled)"

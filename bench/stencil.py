@@ -77,8 +77,8 @@ def bench(quick: bool) -> Section:
     return sec
 
 
-SIGNAL_HELPERS = {"etc_rsync_g", "etc_sync_local", "etc_fire", "etc_rq_push", "etc_is_local",
-                  "etc_tag_of", "etc_addr"}
+SIGNAL_HELPERS = {"etc_rsync_g", "etc_rsync_here", "etc_sync_local", "etc_fire", "etc_rq_push",
+                  "etc_is_local", "etc_untag_own", "etc_tag_of", "etc_addr"}
 
 
 def classify(key: tuple[str, str, int], etc_h: dict[int, str]) -> str:
