@@ -230,3 +230,67 @@ def wall(cmd: Sequence[str], env: dict[str, str] | None = None,
 
 def save_json(path: Path, data: object) -> None:
     path.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
+
+
+def callgrind_lines(cmd: Sequence[str], env: dict[str, str] | None = None,
+                    ) -> dict[tuple[str, str, int], int] | None:
+    """Instructions a run executes, by (source file, function, line), from callgrind
+    (None without valgrind). The program should be built with -ggdb so that code
+    inlined from etc.h keeps its own file and line."""
+    if shutil.which("valgrind") is None:
+        return None
+    OUT.mkdir(parents=True, exist_ok=True)
+    out = OUT / f"callgrind-{os.getpid()}.out"
+    run(["valgrind", "--tool=callgrind", "--compress-pos=no", "--compress-strings=no",
+         f"--callgrind-out-file={out}", *cmd], env={**os.environ, **(env or {})})
+    costs: dict[tuple[str, str, int], int] = {}
+    fl = fi = fn = ""
+    skip_next = False  # the line after calls= is the call's inclusive cost
+    for line in out.read_text().splitlines():
+        if line[:1].isdigit():
+            if skip_next:
+                skip_next = False
+                continue
+            pos, ir = line.split()[:2]
+            key = (fi or fl, fn, int(pos))
+            costs[key] = costs.get(key, 0) + int(ir)
+        elif line.startswith("fl="):
+            fl, fi = line[3:], ""
+        elif line.startswith(("fi=", "fe=")):
+            fi = "" if line[3:] == fl else line[3:]
+        elif line.startswith("fn="):
+            fn, fi = line[3:], ""
+        elif line.startswith("calls="):
+            skip_next = True
+    out.unlink()
+    return costs
+
+
+def per_unit(small: dict[tuple[str, str, int], int], large: dict[tuple[str, str, int], int],
+             units: float) -> dict[tuple[str, str, int], float]:
+    """Instructions per unit of work by line: the difference between a run and a
+    larger one, over the units it adds (start-up and the end cancel out)."""
+    return {k: (v - small.get(k, 0)) / units for k, v in large.items()
+            if v != small.get(k, 0)}
+
+
+def source_line(path: str, line: int) -> str:
+    try:
+        return Path(path).read_text().splitlines()[line - 1]
+    except (OSError, IndexError):
+        return ""
+
+
+def etc_h_functions() -> dict[int, str]:
+    """Line number of etc.h -> the inline function (or ETC_DATA_OP) it is in."""
+    names: dict[int, str] = {}
+    current = ""
+    text = (ROOT / "runtime" / "include" / "etc.h").read_text().splitlines()
+    for i, line in enumerate(text, 1):
+        m = re.match(r"static inline [^(]*?\b(etc_\w+)\(", line)
+        if m:
+            current = m.group(1)
+        elif line.startswith("#define ETC_DATA_OP"):
+            current = "etc_data_sync"
+        names[i] = current
+    return names

@@ -20,12 +20,17 @@ from benchlib import (
     ROOT,
     BenchError,
     Section,
+    callgrind_lines,
     cc,
+    cpu_ghz,
     ensure_debian,
+    etc_h_functions,
     etcc,
     etcrun,
     median_of,
     number,
+    per_unit,
+    source_line,
     table,
 )
 
@@ -97,6 +102,76 @@ def _instructions(prog: Path, *args: str) -> int | None:
                            str(prog), *args], capture_output=True, text=True, check=True,
                           env={**os.environ, "ETC_NODES": "1"})
     return int(number(r"I\s+refs:\s+([\d,]+)", proc.stderr.replace(",", "")))
+
+
+# etc.h's inline functions by what they do for a call (issue 19's list)
+CALL_PARTS = {
+    "etc_frame_alloc": "frame and parameter-frame allocation and free (free lists)",
+    "etc_block_free": "frame and parameter-frame allocation and free (free lists)",
+    "etc_tq_push_tail": "token deque push (TOKEN)",
+    "etc_token": "token deque push (TOKEN)",
+    "etc_is_local": "GLOBAL pointer tests (is the slot, the word local?)",
+    "etc_tag_of": "GLOBAL pointer tests (is the slot, the word local?)",
+    "etc_addr": "GLOBAL pointer tests (is the slot, the word local?)",
+    "etc_untag_own": "GLOBAL pointer tests (is the slot, the word local?)",
+}
+SLOT_PART = "slot update: INIT_SYNC, the DATA_RSYNC's store and decrement, fire"
+PUSH_PART = "ready-queue push (thread 1 enabled)"
+DISPATCH_PART = "dispatch (sched.c: deque pop, ready-queue pop, indirect call)"
+ENTRY_PART = "thread entry and exit (prologue, epilogue, parameter copy)"
+OWN_PART = "the program's own lines (n < 2, n - 1, r1 + r2, parameter frames filled)"
+
+
+def call_part(key: tuple[str, str, int], etc_h: dict[int, str]) -> str:
+    path, _, line = key
+    if path.endswith("sched.c"):
+        return DISPATCH_PART
+    if path.endswith("etc.h"):
+        fn = etc_h.get(line, "")
+        if fn in CALL_PARTS:
+            return CALL_PARTS[fn]
+        return PUSH_PART if fn == "etc_rq_push" else SLOT_PART
+    if path.endswith("fib.tc"):
+        text = source_line(path, line).strip()
+        if text in ("", "{", "}") or text.startswith("THREADED"):
+            return ENTRY_PART
+        return OWN_PART
+    return "other"
+
+
+def per_call_breakdown(ns_per_call: float) -> list[str]:
+    """Where a call's instructions go (callgrind, issue 19): fib(18) subtracted from
+    fib(21), over the calls that adds, by the runtime code each line belongs to."""
+    prog = etcc(ROOT / "samples" / "fib.tc", OUT / "fib" / "fib-seq-g", "-target", "seq",
+                "-ggdb")
+    small, large = (callgrind_lines([str(prog), str(n)], env={"ETC_NODES": "1"})
+                    for n in (18, 21))
+    if small is None or large is None:
+        return ["(valgrind is not installed: no per-call breakdown.)", ""]
+    etc_h = etc_h_functions()
+    parts: dict[str, float] = {}
+    for key, ir in per_unit(small, large, _calls(21) - _calls(18)).items():
+        part = call_part(key, etc_h)
+        parts[part] = parts.get(part, 0.0) + ir
+    total = sum(parts.values())
+    rows = [[part, ir, f"{ir / total:.0%}", ir / total * ns_per_call]
+            for part, ir in sorted(parts.items(), key=lambda kv: -kv[1]) if abs(ir) >= 0.05]
+    rows.append(["**all**", total, "100%", ns_per_call])
+    lines = [f"**Where a call goes** (issue 19): instructions per call by callgrind, fib(21) "
+             "minus fib(18) over the calls it adds (seq target, `-O2 -ggdb` so that the code "
+             "inlined from etc.h keeps its lines); ns = the call's share of the measured "
+             f"{ns_per_call:.1f} ns per call above, if every instruction took as long.", ""]
+    lines += table(["part", "instructions per call", "share", "ns"], rows)
+    ipc = total / (ns_per_call * cpu_ghz())
+    lines.append(f"A call is {total:.0f} instructions in {ns_per_call:.1f} ns, {ipc:.1f} per "
+                 f"cycle at {cpu_ghz():.2f} GHz; under 8 ns per call (the moonshot) at that rate "
+                 f"means at most {8 * total / ns_per_call:.0f} instructions. Every call "
+                 "allocates a frame and frees its parameter frame, "
+                 "is a token pushed and popped, and half the calls (the leaves) store and "
+                 "signal their caller's slot while the other half also fire and run a "
+                 "thread 1.")
+    lines.append("")
+    return lines
 
 
 def build_costs(sec: Section, reps: int) -> dict[str, float]:
@@ -181,6 +256,7 @@ def bench(quick: bool) -> Section:
     sec.add(f"**One core, fib({n1})** ({calls1:,} calls), median of {reps} runs; the "
             "ratio is each time over etc's.", "")
     sec.add(*table(["version", "seconds", "ns per call", "time / etc"], rows))
+    sec.add(*per_call_breakdown(t_seq / calls1 * 1e9))
     if t_tbb1 is not None:
         sec.add(f"Goal (issue 4): faster per call than TBB task_group on one thread: etc "
                 f"{t_seq / calls1 * 1e9:.1f} ns vs TBB {t_tbb1 / calls1 * 1e9:.1f} ns per call "

@@ -335,10 +335,12 @@ static inline uintptr_t etc_tag_of(const void *g)
     return (uintptr_t)g >> ETC_ADDR_BITS;
 }
 
+/* This node's tag first: SLOT_ADR and TO_GLOBAL make every SPTR and GLOBAL
+ * pointer of generated code carry it, so the usual local case is one test. */
 static inline int etc_is_local(const void *g)
 {
     uintptr_t t = etc_tag_of(g);
-    return t == 0 || t == (etc_rts.gtag >> ETC_ADDR_BITS);
+    return __builtin_expect(t == (etc_rts.gtag >> ETC_ADDR_BITS), 1) || t == 0;
 }
 
 static inline int etc_owner_of(const void *g)
@@ -605,22 +607,41 @@ static inline void etc_incr_sync_local(etc_slot *s, int v)
 #define etc_incr_sync(s, v) etc_incr_sync_local((s), (v))
 #endif
 
-static inline void etc_rsync_g(etc_slot *g, const char *file, int line)
+/* g with this node's tag taken off: g's address here when no tag bit is left.
+ * One xor and one test cover the usual case, a pointer with this node's tag (every
+ * SPTR and TO_GLOBAL of generated code); a tag-0 pointer takes a second test. */
+static inline uintptr_t etc_untag_own(const void *g)
+{
+    return (uintptr_t)g ^ etc_rts.gtag;
+}
+
+#define ETC_OWN(x) (__builtin_expect((x) >> ETC_ADDR_BITS == 0, 1))
+
+/* RSYNC of a slot known to be on this node, at s */
+static inline void etc_rsync_here(etc_slot *s, const char *file, int line)
 {
 #ifdef ETC_CHECK
     ETC_AT(file, line);
+    etc_check_signal(s, "RSYNC", file, line);
 #endif
-    if (etc_is_local(g)) {
-        etc_slot *s = (etc_slot *)etc_addr(g);
-#ifdef ETC_CHECK
-        etc_check_signal(s, "RSYNC", file, line);
-#endif
-        etc_sync_local(s);
-    } else {
-        etc_rsync_remote(g);
-    }
+    etc_sync_local(s);
     (void)file;
     (void)line;
+}
+
+static inline void etc_rsync_g(etc_slot *g, const char *file, int line)
+{
+    uintptr_t own = etc_untag_own(g);
+    if (ETC_OWN(own))
+        etc_rsync_here((etc_slot *)own, file, line);
+    else if (etc_tag_of(g) == 0)
+        etc_rsync_here(g, file, line);
+    else {
+#ifdef ETC_CHECK
+        ETC_AT(file, line);
+#endif
+        etc_rsync_remote(g);
+    }
 }
 
 static inline void etc_incr_rsync_g(etc_slot *g, int v, const char *file, int line)
@@ -628,8 +649,9 @@ static inline void etc_incr_rsync_g(etc_slot *g, int v, const char *file, int li
 #ifdef ETC_CHECK
     ETC_AT(file, line);
 #endif
-    if (etc_is_local(g)) {
-        etc_slot *s = (etc_slot *)etc_addr(g);
+    uintptr_t own = etc_untag_own(g);
+    if (ETC_OWN(own) || etc_tag_of(g) == 0) {
+        etc_slot *s = (etc_slot *)(ETC_OWN(own) ? own : (uintptr_t)g);
 #ifdef ETC_CHECK
         etc_check_signal(s, "INCR_RSYNC", file, line);
 #endif
@@ -656,10 +678,15 @@ typedef void *etc_gword; /* the value of a _G transfer: a GLOBAL pointer */
 #define ETC_SITE_LINE 0
 #endif
 
+/* The usual case first: every pointer with this node's tag (one test for all). */
 #define ETC_DATA_OP(X, T)                                                        \
     static inline void etc_data_sync_##X(T value, void *dest, etc_slot *slot)   \
     {                                                                            \
-        if (etc_is_local(dest) && etc_is_local(slot)) {                          \
+        uintptr_t d = etc_untag_own(dest), s = etc_untag_own(slot);             \
+        if (ETC_OWN(d | s)) {                                                    \
+            *(T *)d = value;                                                     \
+            etc_rsync_here((etc_slot *)s, ETC_SITE_FILE, ETC_SITE_LINE);         \
+        } else if (etc_is_local(dest) && etc_is_local(slot)) {                   \
             *(T *)etc_addr(dest) = value;                                        \
             etc_rsync_g(slot, ETC_SITE_FILE, ETC_SITE_LINE);                     \
         } else {                                                                 \
@@ -668,7 +695,12 @@ typedef void *etc_gword; /* the value of a _G transfer: a GLOBAL pointer */
     }                                                                            \
     static inline void etc_get_sync_##X(const void *src, void *dest, etc_slot *slot) \
     {                                                                            \
-        if (etc_is_local(src) && etc_is_local(dest) && etc_is_local(slot)) {     \
+        uintptr_t f = etc_untag_own(src), d = etc_untag_own(dest);              \
+        uintptr_t s = etc_untag_own(slot);                                       \
+        if (ETC_OWN(f | d | s)) {                                                \
+            *(T *)d = *(const T *)f;                                             \
+            etc_rsync_here((etc_slot *)s, ETC_SITE_FILE, ETC_SITE_LINE);         \
+        } else if (etc_is_local(src) && etc_is_local(dest) && etc_is_local(slot)) { \
             *(T *)etc_addr(dest) = *(const T *)etc_addr(src);                    \
             etc_rsync_g(slot, ETC_SITE_FILE, ETC_SITE_LINE);                     \
         } else {                                                                 \
