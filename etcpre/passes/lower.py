@@ -36,7 +36,14 @@ from etcpre.passes.analyse import (
 )
 from etcpre.passes.clang_view import Store
 from etcpre.passes.primitives import CALL_PRIMITIVES, PRIMITIVES, VALUE_PRIMITIVES, Kind
-from etcpre.passes.reach import PREPROC_BLOCKS, TAG_SPECIFIERS, Reach
+from etcpre.passes.reach import (
+    BLOCKS,
+    PREPROC_BLOCKS,
+    REENTERED,
+    TAG_SPECIFIERS,
+    Reach,
+    case_header_end,
+)
 from etcpre.passes.syntax import (
     Node,
     NodeIndex,
@@ -476,7 +483,12 @@ class _Renderer:
         # blocks are walked item by item where the entry may drop some (reach's plan)
         self._reach = reached if entry is not None else None
         self._blocks = reached.block_starts if self._reach is not None else []
-        self._preproc_dead: dict[int, bool] = {}  # a conditional's start, from its block
+        self._sub_dead: dict[int, bool] = {}  # a conditional's or case's start, from its block
+        # the walk's context for the plans: does the entry execute the innermost
+        # switch's head; can control reach the current item from its start
+        self._dispatch = False
+        self._entered = True
+        self._switch_dispatch: dict[int, bool] = {}  # a switch body's id: its dispatch
 
     def _has_marks(self, node: Node) -> bool:
         for points in (self._marks, self._blocks):
@@ -509,25 +521,46 @@ class _Renderer:
 
     def _children_into(self, node: Node, out: _Out) -> None:
         # slices of the whole text (_Out.copy): node.text would copy the subtree again
-        if self._reach is not None and self.entry is not None and (
-                node.type == "compound_statement" or node.type in PREPROC_BLOCKS):
-            self._block_into(node, out)
-            return
+        entered = self._entered
+        if self._reach is not None and self.entry is not None:
+            t = node.type
+            if t in BLOCKS:
+                self._block_into(node, out)
+                return
+            if t == "switch_statement":
+                body = node.child_by_field_name("body")
+                if body is not None:
+                    self._switch_dispatch[body.id] = entered
+            elif t in REENTERED:
+                self._entered = True
         pos = node.start_byte
         for c in node.children:
             out.copy(pos, c.start_byte)
             self._render_into(c, node, out)
             pos = c.end_byte
         out.copy(pos, node.end_byte)
+        self._entered = entered
 
     def _block_into(self, node: Node, out: _Out) -> None:
         """A block, visiting only what this entry keeps: each run of dropped items
         (with what lies between them) is skipped in one step."""
-        assert self._reach is not None and self.entry is not None
-        plan = self._reach.plan(self.entry, node, self._preproc_dead.get(node.id))
+        reach = self._reach
+        assert reach is not None and self.entry is not None
+        dead = self._sub_dead.get(node.id)
+        dispatch = self._switch_dispatch.get(node.id, True) \
+            if node.id in reach.switch_bodies else self._dispatch
+        plan = reach.plan(self.entry, node, dead, dispatch)
+        outer = (self._dispatch, self._entered)
+        self._dispatch = dispatch
         children, where = plan.children, plan.child_index
         pos = node.start_byte
         next_child = 0
+        if dead and node.type == "case_statement":
+            # a case label this entry cannot reach: what it keeps of the case (a target
+            # inside, its own label) goes without the label, so no label stands alone
+            next_child = case_header_end(node)
+            pos = children[next_child - 1].end_byte
+            out.add("\n" * self.data.count(b"\n", node.start_byte, pos))
 
         def copy_up_to(end: int) -> None:  # children next_child .. end - 1, as they are
             nonlocal pos, next_child
@@ -548,11 +581,13 @@ class _Renderer:
             if k == len(plan.items):
                 break
             if k in plan.sub_dead:
-                self._preproc_dead[plan.items[k].id] = plan.sub_dead[k]
+                self._sub_dead[plan.items[k].id] = plan.sub_dead[k]
+            self._entered = not plan.dead_before(k)
             copy_up_to(where[k] + 1)
             previous = k
         copy_up_to(len(children))
         out.copy(pos, node.end_byte)
+        self._dispatch, self._entered = outer
 
     def _skip_into(self, pos: int, start: int, end: int, out: _Out) -> int:
         """Drops start..end (after the gap from pos): its line breaks stand for it where
