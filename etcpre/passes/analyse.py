@@ -42,7 +42,7 @@ INDEXED = frozenset({"threaded_function_definition", "threaded_function_declarat
                      "return_statement", "goto_statement", "pointer_expression",
                      # and for the lowering (lower.MARKED_TYPES, lower.HOISTED_TYPES)
                      "subscript_expression", "field_expression", "parenthesized_expression",
-                     "declaration", "thread_label", "sync_slots_declaration", "identifier",
+                     "declaration", "thread_label", "sync_slots_declaration",
                      "type_definition", "preproc_def", "preproc_function_def",
                      "struct_specifier", "union_specifier", "enum_specifier"})
 
@@ -147,6 +147,11 @@ class Model:
     # (INVOKE/TOKEN/CALL's start byte, argument index) the translator warned about: the
     # lowering converts them explicitly, so that cc does not say it again
     warned_args: set[tuple[int, int]] = field(default_factory=set)
+
+    @functools.cached_property
+    def ascii_only(self) -> bool:
+        """Is the working text all ASCII (a C column is then its byte count)?"""
+        return self.working.data.isascii()
 
     @property
     def global_exprs(self) -> set[tuple[int, int]]:

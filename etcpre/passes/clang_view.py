@@ -734,6 +734,8 @@ class _Collector:
         definition (not from the use's own arguments), if any."""
         raw = self.raw
         loc = raw.location(cur)
+        if raw.main_base <= loc.int_data <= raw.main_limit:
+            return None  # written in the main file where it stands, no macro's
         e_handle, e_off = raw.expansion_location(loc)
         if e_handle != self.main_handle:
             return None

@@ -40,6 +40,13 @@ REENTERED = frozenset({*LOOPS, "labeled_statement", "case_statement"})
 _ENDERS = frozenset({"END_THREAD", "END_FUNCTION", "RETURN"})
 _JUMPS = frozenset({"break_statement", "continue_statement", "return_statement",
                     "goto_statement"})
+# what may hold a statement (the grammar has no statement expressions): the walk
+# over a body looks for statements only, and for a CALL only as a statement
+STATEMENT_HOLDERS = frozenset({
+    "compound_statement", "if_statement", "else_clause", "while_statement",
+    "for_statement", "do_statement", "switch_statement", "case_statement",
+    "labeled_statement", "attributed_statement", "expression_statement",
+    *PREPROC_BLOCKS})
 # what a dead item keeps because later code may use the names it declares
 _DECLARING = frozenset({"type_definition", "preproc_def", "preproc_function_def",
                         "preproc_call", "preproc_include", *TAG_SPECIFIERS})
@@ -165,7 +172,7 @@ class Reach:
                     if switch:
                         break
                     self.case_holders.add(i)
-            if cursor.goto_first_child():
+            if t in STATEMENT_HOLDERS and cursor.goto_first_child():
                 path.append((node.id, looped or t in LOOPS, t == "switch_statement"))
                 continue
             while not cursor.goto_next_sibling():
