@@ -545,10 +545,17 @@ class _Renderer:
             elif t in REENTERED:
                 self._entered = True
         pos = node.start_byte
+        points = self._marks
         for c in node.children:
-            out.copy(pos, c.start_byte)
-            self._render_into(c, node, out)
-            pos = c.end_byte
+            start, end = c.start_byte, c.end_byte
+            out.copy(pos, start)
+            # _render_into's first test, here: most children hold nothing to rewrite
+            i = bisect.bisect_left(points, start)
+            if c.is_named and i < len(points) and points[i] < end:
+                self._render_into(c, node, out)
+            else:
+                out.copy_node(start, end)
+            pos = end
         out.copy(pos, node.end_byte)
         self._entered = entered
 
