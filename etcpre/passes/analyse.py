@@ -333,10 +333,6 @@ class _Scopes:
         self.meanings.setdefault(name, []).append(meaning)
         self.declared[-1].append(name)
 
-    def lookup(self, name: str) -> Local | None:
-        stack = self.meanings.get(name)
-        return stack[-1] if stack else None
-
 
 class _Builder:
     """Walks one threaded function body: locals, references, labels, slots."""
@@ -390,7 +386,12 @@ class _Builder:
         # named children only: an anonymous node is a token, without children
         # (grammar/src/node-types.json), and none of the types below
         t = node.type
-        if t in ("compound_statement", "for_statement"):
+        if t == "identifier":  # the most frequent, first
+            meanings = self.scopes.meanings.get(
+                (node.text or b"").decode("utf-8", errors="replace"))
+            if meanings and meanings[-1] is not None:
+                self.fn.refs[node.start_byte] = meanings[-1]
+        elif t in ("compound_statement", "for_statement"):
             self.scopes.push()
             stack.append(("pop", None))
             stack.extend(("visit", c) for c in reversed(node.named_children))
@@ -408,10 +409,6 @@ class _Builder:
                 self.scopes.hide(text(name))
             if value is not None:
                 stack.append(("visit", value))
-        elif t == "identifier":
-            local = self.scopes.lookup(text(node))
-            if local is not None:
-                self.fn.refs[node.start_byte] = local
         elif t == "thread_label":
             self.label(node)
         elif t == "sync_slots_declaration":

@@ -642,7 +642,7 @@ class _Renderer:
     def _special(self, node: Node, parent: Node | None) -> str | None:
         t = node.type
         fn = self.fn
-        if self._is_hoisted(node):
+        if node.start_byte in self.hoisted and self._is_hoisted(node):
             return _line_breaks(node)  # moved to file scope
         if t == "identifier":
             if fn is not None and node.start_byte in fn.refs:
