@@ -150,10 +150,7 @@ THREAD_1:
 
 def big_function(i: int, threads: int) -> str:
     """A threaded function of `threads` threads in sequence: thread k (k >= 1) runs
-    loop nests and enables thread k + 1 with a transfer into its slot k. (No switch:
-    today a thread function keeps the code of every other thread that holds a `case`
-    label, so the output would grow with threads times code; speed is what is
-    measured here.)"""
+    loop nests and enables thread k + 1 with a transfer into its slot k."""
     inits = "".join(f"    INIT_SYNC({k}, 1, 1, {k + 1});\n" for k in range(threads))
     body = [BIG_HEAD.format(i=i, threads=threads, inits=inits)]
     body += [THREAD_STEP.format(k=k, m=7 + k % 5) for k in range(1, threads)]

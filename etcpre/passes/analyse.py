@@ -42,7 +42,7 @@ INDEXED = frozenset({"threaded_function_definition", "threaded_function_declarat
                      "return_statement", "goto_statement", "pointer_expression",
                      # and for the lowering (lower.MARKED_TYPES, lower.HOISTED_TYPES)
                      "subscript_expression", "field_expression", "parenthesized_expression",
-                     "declaration", "thread_label", "sync_slots_declaration", "identifier",
+                     "declaration", "thread_label", "sync_slots_declaration",
                      "type_definition", "preproc_def", "preproc_function_def",
                      "struct_specifier", "union_specifier", "enum_specifier"})
 
@@ -147,6 +147,11 @@ class Model:
     # (INVOKE/TOKEN/CALL's start byte, argument index) the translator warned about: the
     # lowering converts them explicitly, so that cc does not say it again
     warned_args: set[tuple[int, int]] = field(default_factory=set)
+
+    @functools.cached_property
+    def ascii_only(self) -> bool:
+        """Is the working text all ASCII (a C column is then its byte count)?"""
+        return self.working.data.isascii()
 
     @property
     def global_exprs(self) -> set[tuple[int, int]]:
@@ -328,10 +333,6 @@ class _Scopes:
         self.meanings.setdefault(name, []).append(meaning)
         self.declared[-1].append(name)
 
-    def lookup(self, name: str) -> Local | None:
-        stack = self.meanings.get(name)
-        return stack[-1] if stack else None
-
 
 class _Builder:
     """Walks one threaded function body: locals, references, labels, slots."""
@@ -385,7 +386,12 @@ class _Builder:
         # named children only: an anonymous node is a token, without children
         # (grammar/src/node-types.json), and none of the types below
         t = node.type
-        if t in ("compound_statement", "for_statement"):
+        if t == "identifier":  # the most frequent, first
+            meanings = self.scopes.meanings.get(
+                (node.text or b"").decode("utf-8", errors="replace"))
+            if meanings and meanings[-1] is not None:
+                self.fn.refs[node.start_byte] = meanings[-1]
+        elif t in ("compound_statement", "for_statement"):
             self.scopes.push()
             stack.append(("pop", None))
             stack.extend(("visit", c) for c in reversed(node.named_children))
@@ -403,10 +409,6 @@ class _Builder:
                 self.scopes.hide(text(name))
             if value is not None:
                 stack.append(("visit", value))
-        elif t == "identifier":
-            local = self.scopes.lookup(text(node))
-            if local is not None:
-                self.fn.refs[node.start_byte] = local
         elif t == "thread_label":
             self.label(node)
         elif t == "sync_slots_declaration":

@@ -28,6 +28,7 @@ import re
 import shutil
 import subprocess
 from dataclasses import dataclass, field
+from itertools import repeat
 from pathlib import Path
 
 import clang.cindex as ci
@@ -368,6 +369,9 @@ _DECL_REF_EXPR = _K.DECL_REF_EXPR.value
 _UNEXPOSED_EXPR = _K.UNEXPOSED_EXPR.value
 _CHARACTER_LITERAL = _K.CHARACTER_LITERAL.value
 _INIT_LIST_EXPR = _K.INIT_LIST_EXPR.value
+# expressions whose type is an arithmetic type without address space: nothing to ask
+_NUMBER_LITERALS = frozenset(k.value for k in (_K.INTEGER_LITERAL, _K.FLOATING_LITERAL,
+                                               _K.CHARACTER_LITERAL))
 _ANNOTATE_ATTR = _K.ANNOTATE_ATTR.value
 # what a threaded function's body has that the translator rewrites (a macro's body
 # producing one must be expanded)
@@ -715,7 +719,9 @@ class _Collector:
             cur, parent = stack.pop()
             kind = cur._kind_id
             kids = [] if kind in raw.leaves else raw.children(cur)
-            if kind in expressions:
+            if kind in _NUMBER_LITERALS:
+                needed = False
+            elif kind in expressions:
                 needed = self._expression(cur, kind, parent, kids, threaded, locals_of, macros)
             elif kind == _VAR_DECL and in_threaded:
                 cur._tu = top._tu
@@ -727,13 +733,15 @@ class _Collector:
                 use = self._expanded_from_body(cur)
                 if use is not None:
                     self.needed.add(use)
-            stack.extend((c, cur) for c in kids)
+            stack.extend(zip(kids, repeat(cur)))
 
     def _expanded_from_body(self, cur: ci.Cursor) -> tuple[int, int] | None:
         """The main-file macro use whose expansion brought this cursor from a macro's
         definition (not from the use's own arguments), if any."""
         raw = self.raw
         loc = raw.location(cur)
+        if raw.main_base <= loc.int_data <= raw.main_limit:
+            return None  # written in the main file where it stands, no macro's
         e_handle, e_off = raw.expansion_location(loc)
         if e_handle != self.main_handle:
             return None

@@ -40,6 +40,10 @@ _PUSH = ("#pragma GCC diagnostic push\n"
          '#pragma GCC diagnostic ignored "-Wunused-variable"\n'
          '#pragma GCC diagnostic ignored "-Wunused-local-typedefs"\n'
          '#pragma GCC diagnostic ignored "-Wunused-label"\n')
+# gcc's alone (clang has no such warning and would warn about its name)
+_PUSH_SWITCH = ("#ifndef __clang__\n"
+                '#pragma GCC diagnostic ignored "-Wswitch-unreachable"\n'
+                "#endif\n")
 
 
 @dataclass
@@ -183,9 +187,12 @@ def _function(gen: GeneratedFunction, src: WorkingText) -> str:
     parts += [head + s for s in gen.statics]
     # Each thread function holds the whole body with other threads' code dropped, so
     # a name a thread does not use (its frame pointer, an extern declaration or a
-    # typedef kept for later threads, a label only another thread jumps to) is not
-    # the user's mistake.
+    # typedef kept for later threads, a label only another thread jumps to, a switch
+    # whose cases a thread never reaches, entered at a label inside it) is not the
+    # user's mistake.
     parts.append(_PUSH)
+    if fn.reach is not None and fn.reach.switch_bodies:
+        parts.append(_PUSH_SWITCH)
     for cname, arg, prologue, body in gen.threads:
         parts.append(src.line_directive(head_line))
         static = "static " if fn.static else ""

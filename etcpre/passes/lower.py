@@ -36,7 +36,14 @@ from etcpre.passes.analyse import (
 )
 from etcpre.passes.clang_view import Store
 from etcpre.passes.primitives import CALL_PRIMITIVES, PRIMITIVES, VALUE_PRIMITIVES, Kind
-from etcpre.passes.reach import PREPROC_BLOCKS, TAG_SPECIFIERS, Reach
+from etcpre.passes.reach import (
+    BLOCKS,
+    PREPROC_BLOCKS,
+    REENTERED,
+    TAG_SPECIFIERS,
+    Reach,
+    case_header_end,
+)
 from etcpre.passes.syntax import (
     Node,
     NodeIndex,
@@ -149,8 +156,10 @@ def _function(model: Model, fn: ThreadedFunction, emitted: set[str]) -> Generate
     static = "static " if fn.static else ""
     protos = "".join(f"{static}void _{fn.name}_{e}(void *_etc_v);\n" for e in entries[1:])
     threads = []
+    # where a renderer must look inside: a mark, or a block whose items it may drop
+    walked = _Marks(sorted({*marks.points, *fn.reach.block_starts}), marks.indexed)
     for e in entries:
-        r = _Renderer(model, fn, e, marks, moved, fn.reach)
+        r = _Renderer(model, fn, e, walked, moved, fn.reach)
         param = "_etc_vpp" if e == "0" else "_etc_v"
         threads.append((f"_{fn.name}_{e}", param, _prologue(model, fn, e),
                         r.render(fn.body)))
@@ -186,8 +195,9 @@ class _Out:
     every column as before, past the end of a line too (a piece whose mark would be
     on a later line keeps its mark)."""
 
-    def __init__(self, data: bytes) -> None:
+    def __init__(self, data: bytes, ascii_only: bool = False) -> None:
         self.data = data
+        self.ascii_only = ascii_only  # the whole text is ASCII: no piece is to check
         self.pieces: list[str] = []
         self.start = self.end = -1  # the pending copy (none when start == end)
         self.open = False  # ... and the next copy may join it (no line break in it)
@@ -202,15 +212,17 @@ class _Out:
     def copy(self, start: int, end: int) -> None:
         if start >= end:
             return
-        piece = self.data[start:end]
-        if not piece.isascii():  # decoding may change the width: a piece of its own
-            self.add(copied(start, end, piece.decode("utf-8", errors="replace")))
-            return
+        data = self.data
+        if not self.ascii_only:
+            piece = data[start:end]
+            if not piece.isascii():  # decoding may change the width: a piece of its own
+                self.add(copied(start, end, piece.decode("utf-8", errors="replace")))
+                return
         if not (self.open and start == self.end):
             self._flush()
             self.start = start
         self.end = end
-        self.open = b"\n" not in piece
+        self.open = data.find(b"\n", start, end) < 0
 
     def add(self, text: str) -> None:
         self._flush()
@@ -397,10 +409,14 @@ def _user_main(model: Model, fn: ThreadedFunction) -> str:
             "    etc_invoke(0, _MAIN_0, _etc_pp, sizeof *_etc_pp);\n}\n")
 
 
-# what _marks looks at (besides what starts at a local or a hoisted type)
+# what _marks looks at in a body (besides what starts at a local or a hoisted type,
+# and the names of value primitives, found in the text: identifiers are the most
+# numerous nodes)
 MARKED_TYPES = ("subscript_expression", "pointer_expression", "field_expression",
                 "parenthesized_expression", "declaration", "thread_label",
-                "sync_slots_declaration", "identifier", "call_expression")
+                "sync_slots_declaration", "call_expression")
+_VALUE_NAME = re.compile(rb"\b(?:" + b"|".join(
+    re.escape(name.encode()) for name in sorted(VALUE_PRIMITIVES)) + rb")\b")
 HOISTED_TYPES = ("type_definition", "preproc_def", "preproc_function_def", *TAG_SPECIFIERS)
 
 
@@ -424,6 +440,10 @@ def _marks(model: Model, fn: ThreadedFunction | None, scope: Node,
         nodes = model.index.within(scope, *MARKED_TYPES)
         if fn is not None:  # and the nodes starting where a local or a type is
             marks = {k for k in (*hoisted, *fn.refs) if scope.start_byte <= k < scope.end_byte}
+        # where a value primitive may be named (a superset: in a comment or a string,
+        # a mark only makes the renderer look there)
+        marks.update(m.start() for m in _VALUE_NAME.finditer(
+            model.working.data, scope.start_byte, scope.end_byte))
     else:
         nodes = walk(scope)
     for node in nodes:
@@ -457,9 +477,9 @@ def _marks(model: Model, fn: ThreadedFunction | None, scope: Node,
 class _Renderer:
     """Renders a subtree with every Threaded-C construct lowered, for one entry point.
 
-    `marks` (from `_marks`, once per function) say where something may need
-    rewriting; a subtree holding no mark, and no item this entry drops, is copied byte
-    for byte."""
+    `marks` (from `_marks`, once per function, with the starts of the blocks whose
+    items an entry may drop) say where something may need rewriting; a subtree
+    holding no mark is copied byte for byte."""
 
     def __init__(self, model: Model, fn: ThreadedFunction | None, entry: str | None,
                  marks: _Marks, hoisted: frozenset[int] = frozenset(),
@@ -473,22 +493,25 @@ class _Renderer:
         self._marks = marks.points
         self._indexed = marks.indexed
         self.data = model.working.data
+        self._ascii = model.ascii_only
         # blocks are walked item by item where the entry may drop some (reach's plan)
         self._reach = reached if entry is not None else None
-        self._blocks = reached.block_starts if self._reach is not None else []
-        self._preproc_dead: dict[int, bool] = {}  # a conditional's start, from its block
+        self._sub_dead: dict[int, bool] = {}  # a conditional's or case's start, from its block
+        # the walk's context for the plans: does the entry execute the innermost
+        # switch's head; can control reach the current item from its start
+        self._dispatch = False
+        self._entered = True
+        self._switch_dispatch: dict[int, bool] = {}  # a switch body's id: its dispatch
 
     def _has_marks(self, node: Node) -> bool:
-        for points in (self._marks, self._blocks):
-            i = bisect.bisect_left(points, node.start_byte)
-            if i < len(points) and points[i] < node.end_byte:
-                return True
-        return False
+        points = self._marks
+        i = bisect.bisect_left(points, node.start_byte)
+        return i < len(points) and points[i] < node.end_byte
 
     # -- generic
 
     def render(self, node: Node, parent: Node | None = None) -> str:
-        out = _Out(self.data)
+        out = _Out(self.data, self._ascii)
         self._render_into(node, parent, out)
         return out.text()
 
@@ -509,25 +532,53 @@ class _Renderer:
 
     def _children_into(self, node: Node, out: _Out) -> None:
         # slices of the whole text (_Out.copy): node.text would copy the subtree again
-        if self._reach is not None and self.entry is not None and (
-                node.type == "compound_statement" or node.type in PREPROC_BLOCKS):
-            self._block_into(node, out)
-            return
+        entered = self._entered
+        if self._reach is not None and self.entry is not None:
+            t = node.type
+            if t in BLOCKS:
+                self._block_into(node, out)
+                return
+            if t == "switch_statement":
+                body = node.child_by_field_name("body")
+                if body is not None:
+                    self._switch_dispatch[body.id] = entered
+            elif t in REENTERED:
+                self._entered = True
         pos = node.start_byte
+        points = self._marks
         for c in node.children:
-            out.copy(pos, c.start_byte)
-            self._render_into(c, node, out)
-            pos = c.end_byte
+            start, end = c.start_byte, c.end_byte
+            out.copy(pos, start)
+            # _render_into's first test, here: most children hold nothing to rewrite
+            i = bisect.bisect_left(points, start)
+            if c.is_named and i < len(points) and points[i] < end:
+                self._render_into(c, node, out)
+            else:
+                out.copy_node(start, end)
+            pos = end
         out.copy(pos, node.end_byte)
+        self._entered = entered
 
     def _block_into(self, node: Node, out: _Out) -> None:
         """A block, visiting only what this entry keeps: each run of dropped items
         (with what lies between them) is skipped in one step."""
-        assert self._reach is not None and self.entry is not None
-        plan = self._reach.plan(self.entry, node, self._preproc_dead.get(node.id))
+        reach = self._reach
+        assert reach is not None and self.entry is not None
+        dead = self._sub_dead.get(node.id)
+        dispatch = self._switch_dispatch.get(node.id, True) \
+            if node.id in reach.switch_bodies else self._dispatch
+        plan = reach.plan(self.entry, node, dead, dispatch)
+        outer = (self._dispatch, self._entered)
+        self._dispatch = dispatch
         children, where = plan.children, plan.child_index
         pos = node.start_byte
         next_child = 0
+        if dead and node.type == "case_statement":
+            # a case label this entry cannot reach: what it keeps of the case (a target
+            # inside, its own label) goes without the label, so no label stands alone
+            next_child = case_header_end(node)
+            pos = children[next_child - 1].end_byte
+            out.add("\n" * self.data.count(b"\n", node.start_byte, pos))
 
         def copy_up_to(end: int) -> None:  # children next_child .. end - 1, as they are
             nonlocal pos, next_child
@@ -548,11 +599,13 @@ class _Renderer:
             if k == len(plan.items):
                 break
             if k in plan.sub_dead:
-                self._preproc_dead[plan.items[k].id] = plan.sub_dead[k]
+                self._sub_dead[plan.items[k].id] = plan.sub_dead[k]
+            self._entered = not plan.dead_before(k)
             copy_up_to(where[k] + 1)
             previous = k
         copy_up_to(len(children))
         out.copy(pos, node.end_byte)
+        self._dispatch, self._entered = outer
 
     def _skip_into(self, pos: int, start: int, end: int, out: _Out) -> int:
         """Drops start..end (after the gap from pos): its line breaks stand for it where
@@ -578,7 +631,7 @@ class _Renderer:
         return end
 
     def _children(self, node: Node) -> str:
-        out = _Out(self.data)
+        out = _Out(self.data, self._ascii)
         self._children_into(node, out)
         return out.text()
 
@@ -589,7 +642,7 @@ class _Renderer:
     def _special(self, node: Node, parent: Node | None) -> str | None:
         t = node.type
         fn = self.fn
-        if self._is_hoisted(node):
+        if node.start_byte in self.hoisted and self._is_hoisted(node):
             return _line_breaks(node)  # moved to file scope
         if t == "identifier":
             if fn is not None and node.start_byte in fn.refs:
@@ -700,7 +753,7 @@ class _Renderer:
         return f"ETC_GADDR({base}, {designator})"
 
     def _children_with(self, node: Node, child: Node, replacement: str) -> str:
-        out = _Out(self.data)
+        out = _Out(self.data, self._ascii)
         pos = node.start_byte
         for c in node.children:
             out.copy(pos, c.start_byte)
