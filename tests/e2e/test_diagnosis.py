@@ -141,13 +141,26 @@ def test_a_fatal_signal_names_the_node_thread_and_line(
 # ---------------------------------------------------------------- interrupts
 
 
+def _as_from_a_terminal() -> None:
+    # a shell without job control starts background commands with SIGINT ignored,
+    # and a program rightly keeps it so: the user at a terminal has it by default
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, signal.SIG_DFL)
+
+
 def _interrupt(prog: Path, env: dict[str, str], sig: int) -> subprocess.CompletedProcess[str]:
     p = subprocess.Popen([str(BIN / "etcrun"), str(prog)], stdout=subprocess.PIPE,
-                         stderr=subprocess.PIPE, text=True, env=env, start_new_session=True)
-    assert p.stdout is not None
-    assert p.stdout.readline() == "running\n"
-    os.killpg(p.pid, sig)
-    out, err = p.communicate(timeout=20)
+                         stderr=subprocess.PIPE, text=True, env=env, start_new_session=True,
+                         preexec_fn=_as_from_a_terminal)
+    try:
+        assert p.stdout is not None
+        assert p.stdout.readline() == "running\n"
+        os.killpg(p.pid, sig)
+        out, err = p.communicate(timeout=20)
+    finally:  # a run that outlived the signal must not outlive the test
+        if p.poll() is None:
+            os.killpg(p.pid, signal.SIGKILL)
+            p.wait()
     return subprocess.CompletedProcess(p.args, p.returncode, out, err)
 
 
