@@ -100,7 +100,7 @@ static int spin_limit(void)
 {
     /* With more nodes than cores a spinning node steals the core of a busy one:
      * block almost at once. */
-    return etc_rts.num_nodes > etc_usable_cpus() ? 4 : 2000;
+    return etc_net_oversubscribed() ? 4 : 2000;
 }
 
 /* Returns 1 when the run is over. */

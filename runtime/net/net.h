@@ -133,6 +133,12 @@ int etc_net_write_remote(int node, void *remote_dst, const void *local_src, size
 int etc_net_put(int dest, void *remote_dst, const void *src, size_t n, int type, const void *a,
                 size_t alen);
 
+/* 1 when this node's host runs more of the run's nodes than they have CPUs
+ * (an idle node then blocks almost at once instead of spinning on a CPU a busy
+ * node needs). Valid after etc_net_start. Only the layer knows where the nodes
+ * are: mpi ranks bound one to a core each see one CPU, yet share none. */
+int etc_net_oversubscribed(void);
+
 /* The largest body the layer sends in one piece (its frame size less the
  * header); the core splits bulk data into pieces of at most this size. Bigger
  * messages still arrive whole (N4), at the cost of reassembly. */

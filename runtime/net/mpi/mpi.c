@@ -248,6 +248,12 @@ void etc_net_flush(void)
     flush_all();
 }
 
+/* P4: the ranks on this host against its CPUs, not one rank's binding */
+int etc_net_oversubscribed(void)
+{
+    return mpi.oversubscribed;
+}
+
 size_t etc_net_max_message(void)
 {
     return MAX_MESSAGE;

@@ -335,6 +335,12 @@ void etc_net_boundary(void)
         etc_net_poll();
 }
 
+/* every node is a process forked here, within the program's own CPUs */
+int etc_net_oversubscribed(void)
+{
+    return smp.n > etc_usable_cpus();
+}
+
 size_t etc_net_max_message(void)
 {
     return smp.max_record;

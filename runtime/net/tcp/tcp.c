@@ -464,6 +464,12 @@ void etc_net_flush(void)
     LAYER_LEAVE();
 }
 
+/* the nodes' hosts are the launcher's business: count them all as here */
+int etc_net_oversubscribed(void)
+{
+    return etc_rts.num_nodes > etc_usable_cpus();
+}
+
 size_t etc_net_max_message(void)
 {
     return MAX_MESSAGE;
