@@ -70,6 +70,15 @@ def rsh_command(text: str) -> list[str]:
     return words
 
 
+def on_host(rsh: list[str], host: str, prog: Path, env: Mapping[str, str],
+            args: list[str]) -> list[str]:
+    """The command that runs `prog args` on another host through the remote shell, in
+    this directory (every host of a run shares it), with `env` set there."""
+    assigns = " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items())
+    line = " ".join(shlex.quote(w) for w in (str(prog.resolve()), *args))
+    return [*rsh, host, f"cd {shlex.quote(os.getcwd())} && exec env {assigns} {line}"]
+
+
 def parse_hosts(path: str) -> list[HostEntry]:
     try:
         text = Path(path).read_text()
@@ -101,11 +110,10 @@ def resolve(entries: list[HostEntry], prog: Path, rsh: list[str], env: Mapping[s
     asked: dict[str, subprocess.Popen[bytes]] = {}
     for e in entries:
         if e.count is None and not is_local(e.host) and e.host not in asked:
-            remote = (f"cd {shlex.quote(os.getcwd())} && exec env ETC_QUERY=auto-nodes "
-                      f"{shlex.quote(str(prog.resolve()))}")
             try:
                 asked[e.host] = subprocess.Popen(
-                    [*rsh, e.host, remote], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                    on_host(rsh, e.host, prog, {"ETC_QUERY": "auto-nodes"}, []),
+                    stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                     stderr=subprocess.PIPE, env=dict(env), start_new_session=True)
             except OSError as exc:
                 _stop(asked)

@@ -29,7 +29,6 @@ import hmac
 import os
 import secrets
 import selectors
-import shlex
 import signal
 import socket
 import subprocess
@@ -39,7 +38,14 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from etcpre.launch.hosts import HostsError, HostSlots, is_local, placement, rsh_command
+from etcpre.launch.hosts import (
+    HostsError,
+    HostSlots,
+    is_local,
+    on_host,
+    placement,
+    rsh_command,
+)
 from etcpre.launch.sinks import Sinks, read_pipe
 
 WIRE_VERSION = 2  # runtime/net/tcp/tcp.c says the same (a test keeps them equal)
@@ -173,11 +179,7 @@ class Launcher:
                 cmd = [str(self.prog), *self.args]
                 full_env = {**self.env, **env}
             else:
-                assigns = " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items())
-                remote = (f"cd {shlex.quote(os.getcwd())} && exec env {assigns} "
-                          f"{shlex.quote(str(self.prog))} "
-                          + " ".join(shlex.quote(a) for a in self.args))
-                cmd = [*self.rsh, node.host, remote]
+                cmd = on_host(self.rsh, node.host, self.prog, env, self.args)
                 full_env = dict(self.env)
             try:
                 node.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
