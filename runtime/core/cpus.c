@@ -152,10 +152,15 @@ static int others_runnable(void)
     return running > 1 ? running - 1 : 0;
 }
 
+/* `auto`: the usable CPUs less the busy ones, never fewer than one node */
+static int auto_of(int usable, int busy)
+{
+    return usable - busy > 0 ? usable - busy : 1;
+}
+
 int etc_auto_nodes(void)
 {
-    int n = etc_usable_cpus() - others_runnable();
-    return n > 0 ? n : 1;
+    return auto_of(etc_usable_cpus(), others_runnable());
 }
 
 /* etcrun asks a remote host what `auto` means there by running the program itself
@@ -169,7 +174,6 @@ int etc_cpus_answer_query(const char *query)
         return 2;
     }
     int usable = etc_usable_cpus(), busy = others_runnable();
-    printf("etc-auto-nodes %d usable %d busy %d\n", usable - busy > 0 ? usable - busy : 1,
-           usable, busy);
+    printf("etc-auto-nodes %d usable %d busy %d\n", auto_of(usable, busy), usable, busy);
     return fflush(stdout) == 0 ? 0 : 1;
 }

@@ -678,7 +678,7 @@ void etc_net_urged(void)
 static void start_barrier(void)
 {
     _Atomic uint32_t *w = &smp.hdr->started;
-    int block = smp.n > etc_usable_cpus();
+    int block = etc_net_oversubscribed();
     uint32_t now = atomic_fetch_add(w, 1) + 1;
     if (now == (uint32_t)smp.n) {
         if (block)
