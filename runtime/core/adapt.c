@@ -90,11 +90,9 @@ void etc_adapt_message(int src, int type, const void *body, size_t len)
 {
     etc_adapt *a = &etc_rts.priv->adapt;
     msg_adapt m;
-    if (len != sizeof m || !a->enabled || src == 0)
-        etc_fatal("malformed message (type %d, %zu bytes) from node %d", type, len, src);
-    memcpy(&m, body, sizeof m);
-    if (m.dormant > 1)
-        etc_fatal("malformed message (type %d, %zu bytes) from node %d", type, len, src);
+    etc_take_message(&m, sizeof m, body, len, 1, src, type);
+    if (!a->enabled || src == 0 || m.dormant > 1) /* A1: node 0 never goes dormant */
+        etc_bad_message(src, type, len);
     a->dormant_nodes[src] = (unsigned char)m.dormant;
 }
 

@@ -241,25 +241,23 @@ void etc_blkmov_sync(const void *src, void *dest, long n, etc_slot *slot)
 
 /* ---------------------------------------------------------------- handlers */
 
-static void bad_message(int src, int type, size_t len)
+void etc_bad_message(int src, int type, size_t len)
 {
     etc_fatal("malformed message (type %d, %zu bytes) from node %d", type, len, src);
 }
 
-/* Copies a fixed-size message body out (bodies need not be aligned), or ends the
- * run if the size is wrong: `exact` 0 allows bytes after the fixed part. */
-static void take(void *m, size_t size, const void *body, size_t len, int exact, int src,
-                 int type)
+void etc_take_message(void *m, size_t size, const void *body, size_t len, int exact, int src,
+                      int type)
 {
     if (exact ? len != size : len < size)
-        bad_message(src, type, len);
+        etc_bad_message(src, type, len);
     memcpy(m, body, size);
 }
 
 static void handle_sync(int src, int type, const void *body, size_t len)
 {
     msg_sync m;
-    take(&m, sizeof m, body, len, 1, src, type);
+    etc_take_message(&m, sizeof m, body, len, 1, src, type);
 #ifdef ETC_CHECK
     etc_check_signal(PTR(m.slot), "RSYNC from another node", "(runtime)", 0);
 #endif
@@ -269,7 +267,7 @@ static void handle_sync(int src, int type, const void *body, size_t len)
 static void handle_incr(int src, int type, const void *body, size_t len)
 {
     msg_incr m;
-    take(&m, sizeof m, body, len, 1, src, type);
+    etc_take_message(&m, sizeof m, body, len, 1, src, type);
 #ifdef ETC_CHECK
     etc_check_signal(PTR(m.slot), "INCR_RSYNC from another node", "(runtime)", 0);
 #endif
@@ -279,16 +277,16 @@ static void handle_incr(int src, int type, const void *body, size_t len)
 static void handle_spawn(int src, int type, const void *body, size_t len)
 {
     msg_spawn m;
-    take(&m, sizeof m, body, len, 1, src, type);
+    etc_take_message(&m, sizeof m, body, len, 1, src, type);
     etc_rq_push((etc_thread)PTR(m.ip), PTR(m.fp), 1);
 }
 
 static void handle_data(int src, int type, const void *body, size_t len)
 {
     msg_data m;
-    take(&m, sizeof m, body, len, 1, src, type);
+    etc_take_message(&m, sizeof m, body, len, 1, src, type);
     if (m.size > sizeof m.bytes)
-        bad_message(src, type, len);
+        etc_bad_message(src, type, len);
     memcpy(PTR(m.dest), m.bytes, m.size);
     signal_slot(PTR(m.slot));
 }
@@ -296,9 +294,9 @@ static void handle_data(int src, int type, const void *body, size_t len)
 static void handle_get(int src, int type, const void *body, size_t len)
 {
     msg_get m;
-    take(&m, sizeof m, body, len, 1, src, type);
+    etc_take_message(&m, sizeof m, body, len, 1, src, type);
     if (m.size > 8)
-        bad_message(src, type, len);
+        etc_bad_message(src, type, len);
     unsigned char v[8];
     memcpy(v, PTR(m.src), m.size);
     etc_data_remote(PTR(m.dest), v, m.size, PTR(m.slot));
@@ -307,9 +305,9 @@ static void handle_get(int src, int type, const void *body, size_t len)
 static void handle_put(int src, int type, const void *body, size_t len)
 {
     msg_put m;
-    take(&m, sizeof m, body, len, 0, src, type);
+    etc_take_message(&m, sizeof m, body, len, 0, src, type);
     if (m.n != len - sizeof m)
-        bad_message(src, type, len);
+        etc_bad_message(src, type, len);
     memcpy(PTR(m.dest), (const char *)body + sizeof m, m.n);
     signal_slot(PTR(m.slot));
 }
@@ -344,7 +342,7 @@ void etc_deliver_placed(int src, int type, const void *head, size_t at, size_t l
 {
     msg_put m;
     if (type != ETC_M_PUT || at != sizeof m)
-        bad_message(src, type, len);
+        etc_bad_message(src, type, len);
     memcpy(&m, head, sizeof m);
     ETC_PART_BEGIN(etc_prof_part_of_message(type));
     etc_term_work_received(); /* W1, as etc_deliver */
@@ -355,14 +353,14 @@ void etc_deliver_placed(int src, int type, const void *head, size_t at, size_t l
 static void handle_blkget(int src, int type, const void *body, size_t len)
 {
     msg_blkget m;
-    take(&m, sizeof m, body, len, 1, src, type);
+    etc_take_message(&m, sizeof m, body, len, 1, src, type);
     etc_blkmov_sync(PTR(m.src), PTR(m.dest), (long)m.n, PTR(m.slot));
 }
 
 static void handle_invoke(int src, int type, const void *body, size_t len)
 {
     msg_invoke m;
-    take(&m, sizeof m, body, len, 0, src, type);
+    etc_take_message(&m, sizeof m, body, len, 0, src, type);
     size_t sent = len - sizeof m;
     char *pp = etc_frame_alloc(INVOKE_SENT_FROM + sent);
     if (INVOKE_SENT_FROM)
@@ -390,7 +388,7 @@ static void handle_trace_clock(int src, int type, const void *body, size_t len)
     etc_trace_clock_message(src, body, len);
 #else
     (void)body;
-    bad_message(src, type, len); /* only the tracing build sends it */
+    etc_bad_message(src, type, len); /* only the tracing build sends it */
 #endif
 }
 
@@ -429,7 +427,7 @@ void etc_deliver(int src, int type, const void *body, size_t len)
 {
     const handler_entry *h = entry(type);
     if (!h->fn)
-        bad_message(src, type, len);
+        etc_bad_message(src, type, len);
 #ifdef ETC_CHECK
     etc_origin outer;
     etc_check_receive(&outer, &body, &len, src, type);

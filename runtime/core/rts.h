@@ -111,6 +111,12 @@ typedef struct etc_node_private {
 /* remote.c: every send counts work messages; etc_deliver (net/net.h) runs
  * the handler table */
 void etc_send(int dest, int type, const void *a, size_t alen, const void *b, size_t blen);
+/* A message a handler cannot take: a fatal error naming it. */
+void etc_bad_message(int src, int type, size_t len) __attribute__((noreturn));
+/* Copies a fixed-size message body out (bodies need not be aligned), or ends the
+ * run if the size is wrong: `exact` 0 allows bytes after the fixed part. */
+void etc_take_message(void *m, size_t size, const void *body, size_t len, int exact, int src,
+                      int type);
 
 /* balance.c */
 void etc_balance_init(const char *name);
