@@ -61,6 +61,7 @@ typedef struct etc_term {
     int prev_ok;
     int wave_running;
     int want_wave;
+    int delay_from_step; /* idle entered: the wave's delay starts at the next idle step */
     double next_wave;
 } etc_term;
 

@@ -96,15 +96,32 @@ void etc_call(etc_thread fn, void *pp)
 #endif
 }
 
-static int spin_limit(void)
+/* An idle node polls for SPIN_SECONDS before it blocks in the layer's wait
+ * (half as long after a wait), taking the balancer and termination steps at
+ * every POLLS_PER_STEP-th poll. */
+#define SPIN_SECONDS 100e-6
+enum { POLLS_PER_STEP = 8 };
+
+/* With more nodes than cores a spinning node steals the core of a busy one: it
+ * yields at every step and blocks after a few (this many; 0 when it may spin). */
+static int yield_steps(void)
 {
-    /* With more nodes than cores a spinning node steals the core of a busy one:
-     * block almost at once. */
-    return etc_net_oversubscribed() ? 4 : 2000;
+    return etc_net_oversubscribed() ? 4 : 0;
+}
+
+/* In a polling loop: lets a sibling hardware thread run, and the line a poll
+ * reads go to its writer without a pipeline flush at every read. */
+static inline void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ __volatile__("yield");
+#endif
 }
 
 /* Returns 1 when the run is over. */
-static int idle(int spins_max)
+static int idle(int yields)
 {
     etc_node_private *p = etc_rts.priv;
 #ifdef ETC_CHECK
@@ -113,9 +130,12 @@ static int idle(int spins_max)
     if (etc_rts.num_nodes == 1)
         return 1; /* nothing can arrive: the node, and so the run, is quiescent */
     ETC_PART_SET(ETC_PART_IDLE);
+    int polls = 0, steps = 0, over = 0;
+    double spin_end = -1; /* set at the first step */
+#ifdef ETC_PROF
     double t0 = etc_time();
-    int spins = 0, over = 0;
     uint64_t tokens_before = etc_rts.prof.tokens_received;
+#endif
 #ifdef ETC_TRACE
     uint64_t trace_t0 = etc_trace_idle_begin(), trace_tokens = etc_trace_tokens_in();
 #endif
@@ -127,6 +147,16 @@ static int idle(int spins_max)
         if (p->term.over) { /* no balancer step: the other nodes are leaving */
             over = 1;
             break;
+        }
+        /* The steps read the clock: a message's arrival waits half a loop for
+         * its handling on average. (The first comes at once: a node that has
+         * just run out of work asks for more, or goes dormant, first.) */
+        if (!yields && !p->adapt.dormant && polls++ % POLLS_PER_STEP != 0) {
+            if (got)
+                spin_end = -1;
+            else
+                cpu_relax();
+            continue;
         }
         double wait, load_check_in = etc_adapt_idle_step();
         if (p->adapt.dormant)
@@ -142,19 +172,29 @@ static int idle(int spins_max)
         if (etc_work_here())
             break;
         if (got) {
-            spins = 0;
+            steps = 0;
+            spin_end = -1;
             continue;
         }
-        if (!p->adapt.dormant && ++spins < spins_max) {
-            if (spins_max < 100)
+        if (!p->adapt.dormant) {
+            if (yields && ++steps < yields) {
                 sched_yield();
-            continue;
+                continue;
+            }
+            if (!yields) {
+                double now = etc_time();
+                if (spin_end < 0)
+                    spin_end = now + SPIN_SECONDS;
+                if (now < spin_end)
+                    continue;
+            }
         }
         double due = etc_term_wait_hint();
         if (due >= 0 && (wait < 0 || due < wait))
             wait = due;
         etc_net_wait(wait);
-        spins = spins_max / 2;
+        steps = yields / 2;
+        spin_end = etc_time() + SPIN_SECONDS / 2;
     }
     etc_term_leave_idle();
 #ifdef ETC_TRACE
@@ -173,9 +213,6 @@ static int idle(int spins_max)
     }
     etc_prof_idle_period(t0, t1, balancer);
     ETC_PART_SET(ETC_PART_APPLICATION);
-#else
-    (void)t0;
-    (void)tokens_before;
 #endif
     return over;
 }
@@ -188,7 +225,7 @@ static int idle(int spins_max)
 enum { LOOP_ONE_NODE, LOOP_ONE_WORD, LOOP_GENERAL };
 
 static inline __attribute__((always_inline)) void run_loop(int kind, const boundary_state *b,
-                                                          int spins_max)
+                                                          int yields)
 {
     etc_rq *rq = &etc_rts.rq;
     etc_tq *tq = &etc_rts.tq;
@@ -217,7 +254,7 @@ static inline __attribute__((always_inline)) void run_loop(int kind, const bound
 #else
             t.fn(t.pp);
 #endif
-        } else if (idle(spins_max)) {
+        } else if (idle(yields)) {
             return;
         } else {
             continue;
@@ -236,15 +273,15 @@ static inline __attribute__((always_inline)) void run_loop(int kind, const bound
 
 static void run(void)
 {
-    int spins_max = spin_limit();
+    int yields = yield_steps();
     const boundary_state b = {etc_rts.num_nodes > 1, etc_net_boundary_word(),
                               etc_rts.priv->lb->boundary};
     if (!b.multi)
-        run_loop(LOOP_ONE_NODE, &b, spins_max);
+        run_loop(LOOP_ONE_NODE, &b, yields);
     else if (b.word && !b.lb_boundary)
-        run_loop(LOOP_ONE_WORD, &b, spins_max);
+        run_loop(LOOP_ONE_WORD, &b, yields);
     else
-        run_loop(LOOP_GENERAL, &b, spins_max);
+        run_loop(LOOP_GENERAL, &b, yields);
 }
 
 static int env_nodes(void)

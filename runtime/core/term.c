@@ -75,7 +75,7 @@ void etc_term_enter_idle(void)
         report_idle_if_asked(t);
     } else {
         t->want_wave = 1;
-        t->next_wave = etc_time() + WAVE_DELAY_SECONDS;
+        t->delay_from_step = 1; /* no clock read here: a node enters idle per message */
     }
 }
 
@@ -133,6 +133,8 @@ double etc_term_wait_hint(void)
     etc_term *t = term_state();
     if (etc_rts.node_id != 0 || !t->want_wave || t->wave_running)
         return -1.0;
+    if (t->delay_from_step)
+        return WAVE_DELAY_SECONDS;
     if (t->next_wave <= 0)
         return 0.0;
     double d = t->next_wave - etc_time();
@@ -154,6 +156,11 @@ void etc_term_idle_step(void)
         return;
     if (!really_idle())
         return;
+    if (t->delay_from_step) {
+        t->delay_from_step = 0;
+        t->next_wave = etc_time() + WAVE_DELAY_SECONDS;
+        return;
+    }
     if (t->next_wave > 0) {
         if (etc_time() < t->next_wave)
             return;
