@@ -103,10 +103,11 @@ void etc_call(etc_thread fn, void *pp)
 enum { POLLS_PER_STEP = 8 };
 
 /* With more nodes than cores a spinning node steals the core of a busy one: it
- * yields at every step and blocks after a few (this many; 0 when it may spin). */
+ * takes this many steps, yielding the CPU between them, then blocks (0: it may
+ * spin). A yield is a task switch, as dear as a wake-up: one is enough. */
 static int yield_steps(void)
 {
-    return etc_net_oversubscribed() ? 4 : 0;
+    return etc_net_oversubscribed() ? 2 : 0;
 }
 
 /* In a polling loop: lets a sibling hardware thread run, and the line a poll

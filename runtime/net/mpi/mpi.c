@@ -96,7 +96,7 @@ ETC_NET_LAYER("mpi");
 #define POLL_INTERVAL 20e-6      /* F4: at thread boundaries, poll at most this often */
 #define SLEEP_MIN 20e-6          /* P4: an idle node's first sleep ... */
 #define SLEEP_MAX 1e-3           /* ... doubling up to this */
-#define SLEEP_MAX_FACTOR 20      /* both times the ranks per CPU, at most this */
+#define SLEEP_MAX_FACTOR 64      /* both times the ranks per CPU, at most this */
 #define SPIN_SECONDS 50e-6       /* P4: how long an idle node spins first */
 #define FINISH_SECONDS 30.0      /* P5: the longest a node waits for the others' goodbyes */
 
