@@ -110,17 +110,6 @@ static int yield_steps(void)
     return etc_net_oversubscribed() ? 2 : 0;
 }
 
-/* In a polling loop: lets a sibling hardware thread run, and the line a poll
- * reads go to its writer without a pipeline flush at every read. */
-static inline void cpu_relax(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_ia32_pause();
-#elif defined(__aarch64__)
-    __asm__ __volatile__("yield");
-#endif
-}
-
 /* Returns 1 when the run is over. */
 static int idle(int yields)
 {
@@ -155,9 +144,7 @@ static int idle(int yields)
         if (!yields && !p->adapt.dormant && polls++ % POLLS_PER_STEP != 0) {
             if (got)
                 spin_end = -1;
-            else
-                cpu_relax();
-            continue;
+            continue; /* (no pause: it costs 26 ns here, a quarter of an mpi poll) */
         }
         double wait, load_check_in = etc_adapt_idle_step();
         if (p->adapt.dormant)
