@@ -482,15 +482,15 @@ static int deliver_buffer(int k, unsigned char *buf, size_t len)
     return count;
 }
 
-/* Handles completed receives in posting order, reposting each later. It stops
- * after the first buffer that delivers something, without testing the next
- * (a call into MPI's progress): the work it enabled, and the reply, go first;
- * `more` makes the next thread boundary poll again. */
-static int drain(void)
+/* Handles completed receives in posting order, reposting each later. An idle
+ * node (`all` 0) stops after the first buffer that delivers something, without
+ * testing the next (a call into MPI's progress): the work it enabled, and the
+ * reply, go first; `more` makes the next thread boundary drain the rest. */
+static int drain(int all)
 {
     int count = 0;
     mpi.more = 0;
-    while (!count && head_done()) {
+    while ((all || !count) && head_done()) {
         recv_slot *r = &mpi.rx[mpi.rx_head];
         int len = 0;
         MPI_Get_count(&r->st, MPI_BYTE, &len);
@@ -502,11 +502,11 @@ static int drain(void)
         mpi.rx_unposted++;
         count += deliver_buffer(src, r->buf, (size_t)len);
     }
-    mpi.more = count > 0;
+    mpi.more = !all && count > 0;
     return count;
 }
 
-int etc_net_poll(void)
+static int poll_all(int all)
 {
     if (mpi.n == 1 || mpi.polling)
         return 0;
@@ -515,10 +515,15 @@ int etc_net_poll(void)
     repost();
     if (mpi.ntx)
         reap_sends(); /* before the receives: not between a message and its reply */
-    int count = drain();
+    int count = drain(all);
     flush_all();
     mpi.polling = 0;
     return count;
+}
+
+int etc_net_poll(void)
+{
+    return poll_all(0);
 }
 
 /* F4: a poll costs calls into MPI, so at thread boundaries it happens at most
@@ -529,7 +534,7 @@ void etc_net_boundary(void)
     if (mpi.out.pending)
         flush_all();
     if (mpi.more || etc_gate_due(&mpi.gate))
-        etc_net_poll();
+        poll_all(1); /* a busy node: everything that has come */
 }
 
 _Atomic uint64_t *etc_net_boundary_word(void)
@@ -609,7 +614,7 @@ void etc_net_finish(void)
                 break;
             }
             repost();
-            if (drain())
+            if (drain(1))
                 continue;
             if (head_done())
                 continue;
