@@ -144,7 +144,7 @@ static int idle(int yields)
         if (!yields && !p->adapt.dormant && polls++ % POLLS_PER_STEP != 0) {
             if (got)
                 spin_end = -1;
-            continue; /* (no pause: it costs 26 ns here, a quarter of an mpi poll) */
+            continue; /* (no pause instruction: it would lengthen the loop) */
         }
         double wait, load_check_in = etc_adapt_idle_step();
         if (p->adapt.dormant)
