@@ -76,7 +76,7 @@ double etc_adapt_idle_step(void)
     etc_adapt *a = &etc_rts.priv->adapt;
     if (!a->enabled)
         return -1.0;
-    double now = etc_time();
+    double now = etc_step_time();
     if (now >= a->next_check) {
         int dormant = surplus_node(a, etc_runnable_tasks());
         if (dormant != a->dormant)

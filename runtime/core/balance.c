@@ -147,14 +147,14 @@ int etc_lb_random_other(void)
 
 double etc_lb_now(void)
 {
-    return etc_time();
+    return etc_step_time();
 }
 
 void etc_lb_backoff_fail(etc_lb_backoff *b)
 {
     if (b->delay < ETC_LB_BACKOFF_MIN)
         b->delay = ETC_LB_BACKOFF_MIN;
-    b->retry_at = etc_time() + b->delay;
+    b->retry_at = etc_step_time() + b->delay;
     b->delay = b->delay * 2 > ETC_LB_BACKOFF_MAX ? ETC_LB_BACKOFF_MAX : b->delay * 2;
 }
 
@@ -168,7 +168,7 @@ double etc_lb_backoff_wait(const etc_lb_backoff *b)
 {
     if (b->retry_at <= 0)
         return 0;
-    double d = b->retry_at - etc_time();
+    double d = b->retry_at - etc_step_time();
     return d > 0 ? d : 0;
 }
 

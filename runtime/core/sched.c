@@ -146,12 +146,15 @@ static int idle(int yields)
                 spin_end = -1;
             continue; /* (no pause instruction: it would lengthen the loop) */
         }
+        p->step_clock = etc_time();
         double wait, load_check_in = etc_adapt_idle_step();
         if (p->adapt.dormant)
             wait = load_check_in; /* A3: it asks the balancer for no work */
         else
             ETC_TRACE_LB(0, wait = etc_balance_idle());
         etc_term_idle_step();
+        double now = p->step_clock;
+        p->step_clock = 0;
         etc_net_flush();
         if (p->term.over) {
             over = 1;
@@ -170,14 +173,13 @@ static int idle(int yields)
                 continue;
             }
             if (!yields) {
-                double now = etc_time();
                 if (spin_end < 0)
                     spin_end = now + SPIN_SECONDS;
                 if (now < spin_end)
                     continue;
             }
         }
-        double due = etc_term_wait_hint();
+        double due = etc_term_wait_hint(); /* (its own clock read: before a wait) */
         if (due >= 0 && (wait < 0 || due < wait))
             wait = due;
         etc_net_wait(wait);

@@ -137,7 +137,7 @@ double etc_term_wait_hint(void)
         return WAVE_DELAY_SECONDS;
     if (t->next_wave <= 0)
         return 0.0;
-    double d = t->next_wave - etc_time();
+    double d = t->next_wave - etc_step_time();
     return d > 0 ? d : 0.0;
 }
 
@@ -158,11 +158,11 @@ void etc_term_idle_step(void)
         return;
     if (t->delay_from_step) {
         t->delay_from_step = 0;
-        t->next_wave = etc_time() + WAVE_DELAY_SECONDS;
+        t->next_wave = etc_step_time() + WAVE_DELAY_SECONDS;
         return;
     }
     if (t->next_wave > 0) {
-        if (etc_time() < t->next_wave)
+        if (etc_step_time() < t->next_wave)
             return;
         t->next_wave = 0;
     }
