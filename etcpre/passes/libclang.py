@@ -100,10 +100,10 @@ def file_name(handle: int) -> str:
 
 
 class Raw:
-    """The functions the translator calls for every cursor of a body, bound without
-    the binding's wrapping: `clang.cindex` checks every child against the null cursor
-    (two more calls) and wraps every result in Python objects, which made walking a
-    5,000-line file take a second. Here a cursor's and a type's kind is the struct's
+    """The functions the translator calls on many cursors, bound without the binding's
+    wrapping (the walk over every cursor of a body is `cursor_walk`'s, in C):
+    `clang.cindex` checks every child against the null cursor (two more calls) and
+    wraps every result in Python objects. Here a cursor's and a type's kind is the struct's
     `_kind_id`; results are bare `ci.Cursor`, `ci.Type` and `ci.SourceLocation`
     structs without the binding's `_tu` (set it before using the binding's methods
     on them). One per parse, used on one thread (the out-parameters are reused)."""
@@ -145,15 +145,6 @@ class Raw:
         # the main file's locations: [main_base, main_limit] of clang's encoding
         self.main_handle = 0
         self.main_base, self.main_limit = 1, 0
-        self.expressions = frozenset(k.value for k in ci.CursorKind.get_all_kinds()
-                                     if k.is_expression())
-        # cursors without children: references (by definition, in libclang) and, in C,
-        # names and literals (none of the corpus's 160,000 has one)
-        self.leaves = frozenset(k.value for k in ci.CursorKind.get_all_kinds()
-                                if k.is_reference()) | frozenset(k.value for k in (
-            ci.CursorKind.DECL_REF_EXPR, ci.CursorKind.INTEGER_LITERAL,
-            ci.CursorKind.FLOATING_LITERAL, ci.CursorKind.CHARACTER_LITERAL,
-            ci.CursorKind.STRING_LITERAL))
 
     def children(self, cur: ci.Cursor) -> list[ci.Cursor]:
         out: list[ci.Cursor] = []
