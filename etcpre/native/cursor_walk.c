@@ -41,6 +41,8 @@ typedef int (*CXCursorVisitor)(CXCursor cursor, CXCursor parent, CXClientData da
 
 enum { CXChildVisit_Continue = 1 };
 
+enum { CXEval_Int = 1, CXEval_Float = 2 };
+
 enum {
     CXCursor_FunctionDecl = 8,
     CXCursor_VarDecl = 9,
@@ -120,6 +122,14 @@ static struct {
     CXType (*pointee)(CXType);
     CXType (*element)(CXType);
     unsigned (*address_space)(CXType);
+    void (*expansion_location)(CXSourceLocation, CXFile *, unsigned *, unsigned *, unsigned *);
+    void *(*evaluate)(CXCursor);
+    int (*eval_kind)(void *);
+    unsigned (*eval_is_unsigned)(void *);
+    long long (*eval_signed)(void *);
+    unsigned long long (*eval_unsigned)(void *);
+    double (*eval_double)(void *);
+    void (*eval_dispose)(void *);
 } api;
 
 /* dlsym hands back a data pointer; C11 has no conversion from it to a function
@@ -155,6 +165,14 @@ const char *etc_walk_bind(void *handle)
     NEED(pointee, "clang_getPointeeType");
     NEED(element, "clang_getElementType");
     NEED(address_space, "clang_getAddressSpace");
+    NEED(expansion_location, "clang_getExpansionLocation");
+    NEED(evaluate, "clang_Cursor_Evaluate");
+    NEED(eval_kind, "clang_EvalResult_getKind");
+    NEED(eval_is_unsigned, "clang_EvalResult_isUnsignedInt");
+    NEED(eval_signed, "clang_EvalResult_getAsLongLong");
+    NEED(eval_unsigned, "clang_EvalResult_getAsUnsigned");
+    NEED(eval_double, "clang_EvalResult_getAsDouble");
+    NEED(eval_dispose, "clang_EvalResult_dispose");
 #undef NEED
     return missing;
 }
@@ -217,15 +235,48 @@ static int in_main(const struct etc_walk_file *file, unsigned raw)
     return file->base <= raw && raw <= file->limit;
 }
 
-/* A location's offset in the main file, or -1 when it is elsewhere. */
-static int32_t main_offset(const struct etc_walk_file *file, CXSourceLocation loc)
+/* A view offset as the working text's (EditMap.to_old): a place in an inserted text
+   maps to the start of what it replaced. */
+static int32_t to_working(const struct etc_walk_file *file, int32_t view)
+{
+    size_t low = 0, high = file->edits; /* the first edit starting after `view` */
+    while (low < high) {
+        size_t mid = low + (high - low) / 2;
+        if (file->edit_new_starts[mid] <= view)
+            low = mid + 1;
+        else
+            high = mid;
+    }
+    if (low == 0)
+        return view;
+    size_t i = low - 1;
+    int32_t new_start = file->edit_new_starts[i], length = file->edit_lengths[i];
+    if (view < new_start + length)
+        return file->edit_old_starts[i];
+    return file->edit_old_ends[i] + (view - new_start - length);
+}
+
+/* A location's offset in the main file, or -1 when it is elsewhere: where it was
+   written (clang_getFileLocation), or with `expansion` the macro use it was expanded
+   from (clang_getExpansionLocation). */
+static int32_t main_offset(const struct etc_walk_file *file, CXSourceLocation loc, int expansion)
 {
     if (in_main(file, loc.int_data))
         return (int32_t)(loc.int_data - file->base);
     CXFile handle = NULL;
     unsigned offset = 0;
-    api.file_location(loc, &handle, NULL, NULL, &offset);
+    if (expansion)
+        api.expansion_location(loc, &handle, NULL, NULL, &offset);
+    else
+        api.file_location(loc, &handle, NULL, NULL, &offset);
     return handle != NULL && handle == file->handle ? (int32_t)offset : -1;
+}
+
+static int32_t main_working_offset(const struct etc_walk_file *file, CXSourceLocation loc,
+                                   int expansion)
+{
+    int32_t view = main_offset(file, loc, expansion);
+    return view < 0 ? -1 : to_working(file, view);
 }
 
 static void main_extent(const struct etc_walk_file *file, CXCursor cursor, struct etc_walk_node *node)
@@ -233,18 +284,18 @@ static void main_extent(const struct etc_walk_file *file, CXCursor cursor, struc
     CXSourceRange range = api.extent(cursor);
     node->start = node->end = -1;
     if (in_main(file, range.begin_int_data) && in_main(file, range.end_int_data)) {
-        node->start = (int32_t)(range.begin_int_data - file->base);
-        node->end = (int32_t)(range.end_int_data - file->base);
+        node->start = to_working(file, (int32_t)(range.begin_int_data - file->base));
+        node->end = to_working(file, (int32_t)(range.end_int_data - file->base));
         return;
     }
-    int32_t start = main_offset(file, api.range_start(range));
+    int32_t start = main_offset(file, api.range_start(range), 0);
     if (start < 0)
         return;
-    int32_t end = main_offset(file, api.range_end(range));
+    int32_t end = main_offset(file, api.range_end(range), 0);
     if (end < 0)
         return;
-    node->start = start;
-    node->end = end;
+    node->start = to_working(file, start);
+    node->end = to_working(file, end);
 }
 
 static int is_array(int type_kind)
@@ -325,21 +376,29 @@ static int describe(struct walk *w, const struct etc_walk_file *file, struct pen
     node->cursor = cursor;
     node->kind = cursor.kind;
     node->parent = item.parent;
-    node->start = node->end = -1;
+    node->start = node->end = node->expansion = node->spelling = -1;
     if (item.kid_slot >= 0)
         tree->kids[item.kid_slot] = index;
-    if (in_main(file, api.location(cursor).int_data))
+    CXSourceLocation location = api.location(cursor);
+    if (in_main(file, location.int_data))
         node->flags |= ETC_WALK_IN_MAIN;
     if (api.is_expression(cursor.kind)) {
         node->flags |= ETC_WALK_EXPRESSION | type_flags(file, api.cursor_type(cursor));
         main_extent(file, cursor, node);
         if (cursor.kind == CXCursor_DeclRefExpr) {
             CXCursor target = api.referenced(cursor);
-            node->ref_kind = api.cursor_is_null(target) ? 0 : target.kind;
+            if (!api.cursor_is_null(target)) {
+                node->ref_kind = target.kind;
+                node->ref = target;
+            }
         }
     }
     if (wanted(node, threaded, macros)) {
         node->flags |= ETC_WALK_WANTED;
+        if (macros && !(node->flags & ETC_WALK_IN_MAIN)) {
+            node->expansion = main_working_offset(file, location, 1);
+            node->spelling = main_working_offset(file, location, 0);
+        }
         if (grow((void **)&tree->wanted, &w->wanted_cap, tree->wanted_count + 1,
                  sizeof *tree->wanted))
             return -1;
@@ -403,4 +462,23 @@ void etc_walk_free(struct etc_walk_tree *tree)
     free(tree->kids);
     free(tree->wanted);
     memset(tree, 0, sizeof *tree);
+}
+
+void etc_walk_evaluate(CXCursor cursor, struct etc_walk_value *value)
+{
+    memset(value, 0, sizeof *value);
+    void *result = api.evaluate(cursor);
+    if (result == NULL)
+        return;
+    value->kind = api.eval_kind(result);
+    if (value->kind == CXEval_Int) {
+        value->is_unsigned = api.eval_is_unsigned(result) != 0;
+        if (value->is_unsigned)
+            value->as_unsigned = api.eval_unsigned(result);
+        else
+            value->as_signed = api.eval_signed(result);
+    } else if (value->kind == CXEval_Float) {
+        value->as_double = api.eval_double(result);
+    }
+    api.eval_dispose(result);
 }

@@ -16,13 +16,20 @@ typedef struct {
 
 typedef void *CXFile;
 
-/* What the walk knows of the main file: its handle and where its locations lie in
-   clang's encoding ([base, limit]; base > limit when that is not known). */
+/* What the walk knows of the main file: its handle, where its locations lie in
+   clang's encoding ([base, limit]; base > limit when that is not known), and the
+   edits that made clang's view of it from the working text (text.py's EditMap, its
+   to_old: offsets the walk hands back are the working text's). */
 struct etc_walk_file {
     CXFile handle;
     unsigned base;
     unsigned limit;
     unsigned global_address_space;
+    const int32_t *edit_new_starts; /* ascending */
+    const int32_t *edit_lengths;    /* of the inserted text */
+    const int32_t *edit_old_starts;
+    const int32_t *edit_old_ends;
+    size_t edits;
 };
 
 /* etc_walk_node.flags */
@@ -43,10 +50,16 @@ struct etc_walk_node {
     int32_t parent;     /* index; -1 for the top */
     int32_t kids;       /* index of its first child in etc_walk_tree.kids */
     int32_t kid_count;
-    int32_t start;      /* its extent in the main file (view offsets); -1: elsewhere */
+    int32_t start;      /* its extent in the main file (working text); -1: elsewhere */
     int32_t end;
     int32_t ref_kind;   /* a DECL_REF_EXPR: the kind of what it refers to (0: nothing) */
     uint32_t flags;
+    CXCursor ref;       /* ... and what it refers to */
+    /* a cursor not written where it stands in the main file (a macro's), when the
+       file has macro uses: the main-file offsets of the macro use it was expanded from
+       and of where it was spelled; -1: not in the main file */
+    int32_t expansion;
+    int32_t spelling;
 };
 
 /* A function's cursors in the order clang_view's walk visits them: a cursor, then its
@@ -75,5 +88,16 @@ int etc_walk(const struct etc_walk_file *file, CXCursor top, int threaded, int m
              struct etc_walk_tree *tree);
 
 void etc_walk_free(struct etc_walk_tree *tree);
+
+/* clang's evaluation of a constant expression (clang_Cursor_Evaluate), in one call */
+struct etc_walk_value {
+    int kind; /* CXEvalResultKind; 0: not a constant */
+    int is_unsigned;
+    long long as_signed;
+    unsigned long long as_unsigned;
+    double as_double;
+};
+
+void etc_walk_evaluate(CXCursor cursor, struct etc_walk_value *value);
 
 #endif

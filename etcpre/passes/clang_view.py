@@ -372,6 +372,9 @@ _ANNOTATE_ATTR = _K.ANNOTATE_ATTR.value
 _LOCAL_KINDS = frozenset(k.value for k in (_K.PARM_DECL, _K.LABEL_STMT, _K.RETURN_STMT))
 
 
+_UNKNOWN = object()  # a cache's miss, where None is a value
+
+
 @dataclass(frozen=True)
 class _Ref:
     """A declaration a DECL_REF_EXPR refers to."""
@@ -444,6 +447,18 @@ def _owned(cur: ci.Cursor, tu: ci.TranslationUnit | None) -> ci.Cursor:
     return copy
 
 
+def _strip_walked(tree: cursor_walk.Tree, index: int) -> cursor_walk.Node:
+    """A walked expression under clang's implicit conversions (which the API shows as
+    UNEXPOSED_EXPR with one child of the same extent)."""
+    node = tree.nodes[index]
+    while node.kind == _UNEXPOSED_EXPR:
+        kids = tree.children(node)
+        if len(kids) != 1:
+            break
+        node = tree.nodes[kids[0]]
+    return node
+
+
 def _strip_implicit(cur: ci.Cursor) -> ci.Cursor:
     """The expression under clang's implicit conversions (which the API shows as
     UNEXPOSED_EXPR with one child of the same extent)."""
@@ -477,7 +492,7 @@ class _Collector:
         self.called: set[int] = set()  # threaded functions' names called as C functions
         self.raw = libclang.Raw()
         self.walker = cursor_walk.Walker()
-        self.main_file = cursor_walk.MainFile()  # known once parsed
+        self.main_file: cursor_walk.MainFile | None = None  # known once parsed
         self.refs: dict[bytes, _Ref | None] = {}  # by the referenced cursor's bytes
         self.pointees: dict[bytes, tuple[int, str, str] | None] = {}  # ... Arg.pointee
         self.var_types: dict[bytes, tuple[bool, int | None, bool]] = {}  # ... Var's
@@ -502,7 +517,8 @@ class _Collector:
             return self.facts
         self.main_handle = self.raw.know_main_file(tu, self.path, len(shown.encode()))
         self.main_file = cursor_walk.MainFile(self.main_handle, self.raw.main_base,
-                                              self.raw.main_limit, GLOBAL_ADDRESS_SPACE)
+                                              self.raw.main_limit, GLOBAL_ADDRESS_SPACE,
+                                              self.vmap)
         self._diagnostics(tu)
         if self.facts.fatal is not None:
             return self.facts
@@ -706,6 +722,7 @@ class _Collector:
         macros = bool(self.use_starts)
         in_threaded = threaded is not None
         locals_of: dict[bytes, bool] = {}  # a referenced declaration: a local of `threaded`
+        assert self.main_file is not None, "walked before the parse"
         with self.walker.walk(self.main_file, top, in_threaded, macros) as tree:
             nodes = tree.nodes
             for index in tree.wanted:
@@ -720,39 +737,37 @@ class _Collector:
                 else:
                     needed = in_threaded and kind in _LOCAL_KINDS
                 if needed and macros:
-                    use = self._expanded_from_body(node.cursor)
+                    use = self._expanded_from_body(node)
                     if use is not None:
                         self.needed.add(use)
 
-    def _expanded_from_body(self, cur: ci.Cursor) -> tuple[int, int] | None:
+    def _expanded_from_body(self, node: cursor_walk.Node) -> tuple[int, int] | None:
         """The main-file macro use whose expansion brought this cursor from a macro's
         definition (not from the use's own arguments), if any."""
-        raw = self.raw
-        loc = raw.location(cur)
-        if raw.main_base <= loc.int_data <= raw.main_limit:
+        if node.flags & cursor_walk.IN_MAIN:
             return None  # written in the main file where it stands, no macro's
-        e_handle, e_off = raw.expansion_location(loc)
-        if e_handle != self.main_handle:
+        if node.expansion < 0:
             return None
-        use = self.use_starts.get(self.to_working(e_off))
+        use = self.use_starts.get(node.expansion)
         if use is None:
             return None
-        f_handle, f_off = raw.file_location(loc)
-        if f_handle != self.main_handle:
+        if node.spelling < 0:
             return use  # spelled in a header's definition
-        f = self.to_working(f_off)
+        f = node.spelling
         if f == use[0] or not use[0] <= f < use[1]:
             return use  # the body's own token, or spelled in a definition
         return None  # written in the use's arguments
 
-    def _ref(self, cur: ci.Cursor) -> _Ref | None:
-        """What a DECL_REF_EXPR refers to (None: nothing), computed once per
+    def _ref(self, node: cursor_walk.Node) -> _Ref | None:
+        """What a walked DECL_REF_EXPR refers to (None: nothing), computed once per
         declaration."""
-        ref = self.raw.referenced(cur)
-        key = bytes(ref)
-        if key not in self.refs:
-            self.refs[key] = self._ref_of(ref)
-        return self.refs[key]
+        if not node.ref_kind:
+            return None
+        key = bytes(node.ref)
+        got = self.refs.get(key, _UNKNOWN)
+        if got is _UNKNOWN:
+            got = self.refs[key] = self._ref_of(ci.Cursor.from_buffer_copy(node.ref))
+        return got
 
     def _ref_of(self, ref: ci.Cursor) -> _Ref | None:
         raw = self.raw
@@ -809,7 +824,7 @@ class _Collector:
         if kind == _CALL_EXPR:
             self._call(tree, node)
         elif kind == _DECL_REF_EXPR:
-            ref = self._ref(node.cursor)
+            ref = self._ref(node)
             if ref is not None and ref.kind == _FUNCTION_DECL and ref.threaded:
                 sp = sp or self._node_span(node)
                 if sp is not None and sp[0] not in self.called:
@@ -817,41 +832,24 @@ class _Collector:
             return macros and self._ref_needed(ref, threaded, locals_of)
         return macros and bool(flags & cursor_walk.GLOBAL_OBJECT)
 
-    def _node_span(self, node: cursor_walk.Node) -> tuple[int, int] | None:
+    @staticmethod
+    def _node_span(node: cursor_walk.Node) -> tuple[int, int] | None:
         """`span` of a walked cursor (the C walk has its main-file extent)."""
         if node.start < 0:
             return None
-        return self.to_working(node.start), self.to_working(node.end)
-
-    def _strip_implicit(self, cur: ci.Cursor) -> ci.Cursor:
-        """The expression under clang's implicit conversions (which the API shows as
-        UNEXPOSED_EXPR with one child of the same extent)."""
-        while cur._kind_id == _UNEXPOSED_EXPR:
-            kids = self.raw.children(cur)
-            if len(kids) != 1:
-                break
-            cur = kids[0]
-        return cur
+        return node.start, node.end
 
     def _call(self, tree: cursor_walk.Tree, node: cursor_walk.Node) -> None:
         kids = tree.children(node)
         if not kids:
             return
-        nodes = tree.nodes
-        callee = nodes[kids[0]]
-        # under clang's implicit conversions (UNEXPOSED_EXPR with one child of the
-        # same extent)
-        while callee.kind == _UNEXPOSED_EXPR:
-            inner = tree.children(callee)
-            if len(inner) != 1:
-                break
-            callee = nodes[inner[0]]
+        callee = _strip_walked(tree, kids[0])
         if callee.kind != _DECL_REF_EXPR:
             return
         sp = self._node_span(callee)
         if sp is None:
             return
-        ref = self._ref(callee.cursor)
+        ref = self._ref(callee)
         # a reference's spelling is its declaration's
         name = ref.name if ref is not None else callee.cursor.spelling
         what = "other"
@@ -867,24 +865,23 @@ class _Collector:
                 what = "function"
         args: tuple[Arg, ...] = ()
         if what == "primitive":
-            args = tuple(self._arg(_owned(nodes[a].cursor, None)) for a in kids[1:])
+            args = tuple(self._arg(_strip_walked(tree, a)) for a in kids[1:])
         elif what == "threaded":
             self.called.add(sp[0])
             self.facts.threaded_uses.append((sp[0], name, True))
         self.facts.calls[sp[0]] = Call(name, what, args)
 
-    def _arg(self, cur: ci.Cursor) -> Arg:
-        raw = self.raw
-        inner = self._strip_implicit(cur)
-        kind, value = libclang.evaluate(inner)
+    def _arg(self, inner: cursor_walk.Node) -> Arg:
+        """An argument of a primitive, under clang's implicit conversions."""
+        kind, value = self.walker.evaluate(inner.cursor)
         constant = ""
-        if kind == libclang.EVAL_INT:
-            constant = "char" if inner._kind_id == _CHARACTER_LITERAL else "int"
-        elif kind == libclang.EVAL_FLOAT:
+        if kind == cursor_walk.EVAL_INT:
+            constant = "char" if inner.kind == _CHARACTER_LITERAL else "int"
+        elif kind == cursor_walk.EVAL_FLOAT:
             constant, value = "float", None
         else:
             value = None
-        t = raw.cursor_type(inner)
+        t = self.raw.cursor_type(inner.cursor)
         key = bytes(t)
         if key not in self.pointees:
             self.pointees[key] = self._pointee(t)
