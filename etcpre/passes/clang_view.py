@@ -223,30 +223,30 @@ def view_edits(root: tree_sitter.Node) -> list[Edit]:
 def _view_nodes(root: tree_sitter.Node) \
         -> tuple[list[tree_sitter.Node], list[tuple[tree_sitter.Node, tree_sitter.Node]]]:
     """The `GLOBAL` type qualifiers, and the calls that start a function (INVOKE,
-    TOKEN, CALL) with the top-level item holding each, in one pre-order walk."""
+    TOKEN, CALL) with the top-level item holding each, in the order of the text (one
+    query per item: tree-sitter's matching is C, a walk over every node in Python was
+    not)."""
     qualifiers: list[tree_sitter.Node] = []
     starts: list[tuple[tree_sitter.Node, tree_sitter.Node]] = []
-    cursor = root.walk()
-    item = root
-    depth = 0
-    while True:
-        node = cursor.node
-        assert node is not None
-        if depth == 1:
-            item = node
-        t = node.type
-        if t == "type_qualifier":
-            if node.text == b"GLOBAL":
-                qualifiers.append(node)
-        elif t == "call_expression" and syntax.call_name(node) in _START:
-            starts.append((node, item))
-        if cursor.goto_first_child():
-            depth += 1
-            continue
-        while not cursor.goto_next_sibling():
-            if not cursor.goto_parent():
-                return qualifiers, starts
-            depth -= 1
+    cursor = tree_sitter.QueryCursor(_view_query())
+    for item in root.children:
+        for _, captures in cursor.matches(item):
+            if "global" in captures:
+                qualifiers += captures["global"]
+            else:
+                starts += ((call, item) for call in captures["start"])
+    return qualifiers, starts
+
+
+@functools.lru_cache(maxsize=1)
+def _view_query() -> tree_sitter.Query:
+    from etcpre.passes.parse import language  # noqa: PLC0415 - as in _header_views
+
+    names = " ".join(f'"{n}"' for n in sorted(_START))
+    return tree_sitter.Query(language(), f"""
+        ((type_qualifier) @global (#eq? @global "GLOBAL"))
+        (call_expression function: (identifier) @name (#any-of? @name {names})) @start
+    """)
 
 
 def _global_edits(qualifiers: list[tree_sitter.Node]) -> list[Edit]:
