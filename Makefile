@@ -13,9 +13,9 @@ GRAMMAR_SOURCES := grammar/src/parser.c grammar/setup.py grammar/pyproject.toml 
                    grammar/queries/highlights.scm \
                    $(wildcard grammar/bindings/python/tree_sitter_threaded_c/*)
 
-.PHONY: all test test-asan demo runtime runtime-san runtime-debug grammar golden fuzz bench lint clean distclean
+.PHONY: all test test-asan demo native runtime runtime-san runtime-debug grammar golden fuzz bench lint clean distclean
 
-all: $(STAMP) runtime
+all: $(STAMP) native runtime
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
@@ -33,6 +33,19 @@ $(STAMP): $(GSTAMP) pyproject.toml
 	@$(PY) -m pip install -e '.[test]' > $(VENV)/pip-etc.log 2>&1 || { cat $(VENV)/pip-etc.log; exit 1; }
 	@$(PY) -m etcpre.cli.etcrun_fast --write-script $(VENV)/bin/etcrun
 	@touch $@
+
+# The translator's C part: the clang view's walk over a function's cursors, loaded by
+# etcpre/passes/cursor_walk.py (it calls the libclang the Python binding loads).
+NATIVE_FLAGS := -std=c11 -O2 -g -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
+                -fPIC -shared
+NATIVE_LIB   := $(BUILD)/native/libetc_cursor_walk.so
+
+native: $(NATIVE_LIB)
+
+$(NATIVE_LIB): etcpre/native/cursor_walk.c etcpre/native/cursor_walk.h
+	@mkdir -p $(@D)
+	@echo "  CC      $< (shared)"
+	@$(CC) $(NATIVE_FLAGS) -o $@ $< -ldl
 
 runtime:
 	@$(MAKE) --no-print-directory -C runtime BUILD=$(BUILD)/runtime

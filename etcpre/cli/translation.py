@@ -24,8 +24,14 @@ def translate_file(path: str, options: Options, output: Path | None) -> Translat
     except SourceError as exc:
         sys.stderr.write(f"{exc}\n")
         return None
+    from etcpre.passes.cursor_walk import NotBuilt  # noqa: PLC0415 - as translate
+
     sink = DiagnosticSink()
-    result = translate(source, options, sink)
+    try:
+        result = translate(source, options, sink)
+    except NotBuilt as exc:
+        sys.stderr.write(f"etc: error: {exc}\n")
+        return None
     sys.stderr.write(sink.render())
     if result is None:
         return None

@@ -28,14 +28,13 @@ import re
 import shutil
 import subprocess
 from dataclasses import dataclass, field
-from itertools import repeat
 from pathlib import Path
 
 import clang.cindex as ci
 import tree_sitter
 
 from etcpre.options import Options
-from etcpre.passes import expand, initialise, libclang, syntax
+from etcpre.passes import cursor_walk, expand, initialise, libclang, syntax
 from etcpre.passes.primitives import CALL_PRIMITIVES, PRIMITIVES, Kind, prelude_declarations
 from etcpre.passes.text import Edit, EditMap, WorkingText, apply
 
@@ -202,6 +201,7 @@ def gather(working: WorkingText, root: tree_sitter.Node, options: Options) -> Fa
     """Facts about the working text, from libclang run in isolation."""
     path = os.path.abspath(working.source.name)
     args = clang_args(options, os.path.dirname(path) or ".")
+    cursor_walk.check()
     try:
         return libclang.run_isolated(lambda: _Collector(path, working.data, root, args).run())
     except libclang.IsolatedError as exc:
@@ -223,30 +223,30 @@ def view_edits(root: tree_sitter.Node) -> list[Edit]:
 def _view_nodes(root: tree_sitter.Node) \
         -> tuple[list[tree_sitter.Node], list[tuple[tree_sitter.Node, tree_sitter.Node]]]:
     """The `GLOBAL` type qualifiers, and the calls that start a function (INVOKE,
-    TOKEN, CALL) with the top-level item holding each, in one pre-order walk."""
+    TOKEN, CALL) with the top-level item holding each, in the order of the text (one
+    query per item: tree-sitter's matching is C, a walk over every node in Python was
+    not)."""
     qualifiers: list[tree_sitter.Node] = []
     starts: list[tuple[tree_sitter.Node, tree_sitter.Node]] = []
-    cursor = root.walk()
-    item = root
-    depth = 0
-    while True:
-        node = cursor.node
-        assert node is not None
-        if depth == 1:
-            item = node
-        t = node.type
-        if t == "type_qualifier":
-            if node.text == b"GLOBAL":
-                qualifiers.append(node)
-        elif t == "call_expression" and syntax.call_name(node) in _START:
-            starts.append((node, item))
-        if cursor.goto_first_child():
-            depth += 1
-            continue
-        while not cursor.goto_next_sibling():
-            if not cursor.goto_parent():
-                return qualifiers, starts
-            depth -= 1
+    cursor = tree_sitter.QueryCursor(_view_query())
+    for item in root.children:
+        for _, captures in cursor.matches(item):
+            if "global" in captures:
+                qualifiers += captures["global"]
+            else:
+                starts += ((call, item) for call in captures["start"])
+    return qualifiers, starts
+
+
+@functools.lru_cache(maxsize=1)
+def _view_query() -> tree_sitter.Query:
+    from etcpre.passes.parse import language  # noqa: PLC0415 - as in _header_views
+
+    names = " ".join(f'"{n}"' for n in sorted(_START))
+    return tree_sitter.Query(language(), f"""
+        ((type_qualifier) @global (#eq? @global "GLOBAL"))
+        (call_expression function: (identifier) @name (#any-of? @name {names})) @start
+    """)
 
 
 def _global_edits(qualifiers: list[tree_sitter.Node]) -> list[Edit]:
@@ -355,10 +355,7 @@ _RECORDS = (ci.TypeKind.RECORD,)
 # kinds as the ids in libclang's structs (the walk compares them without the binding)
 _POINTER = ci.TypeKind.POINTER.value
 _VOID = ci.TypeKind.VOID.value
-_INVALID_TYPE = ci.TypeKind.INVALID.value
 _ARRAY_KINDS = frozenset(k.value for k in _ARRAYS)
-_POINTERISH = frozenset(k.value for k in (ci.TypeKind.POINTER, ci.TypeKind.ELABORATED,
-                                          ci.TypeKind.TYPEDEF, *_ARRAYS))
 _K = ci.CursorKind
 _MACRO_INSTANTIATION = _K.MACRO_INSTANTIATION.value
 _FUNCTION_DECL = _K.FUNCTION_DECL.value
@@ -369,25 +366,13 @@ _DECL_REF_EXPR = _K.DECL_REF_EXPR.value
 _UNEXPOSED_EXPR = _K.UNEXPOSED_EXPR.value
 _CHARACTER_LITERAL = _K.CHARACTER_LITERAL.value
 _INIT_LIST_EXPR = _K.INIT_LIST_EXPR.value
-# expressions whose type is an arithmetic type without address space: nothing to ask
-_NUMBER_LITERALS = frozenset(k.value for k in (_K.INTEGER_LITERAL, _K.FLOATING_LITERAL,
-                                               _K.CHARACTER_LITERAL))
 _ANNOTATE_ATTR = _K.ANNOTATE_ATTR.value
 # what a threaded function's body has that the translator rewrites (a macro's body
 # producing one must be expanded)
 _LOCAL_KINDS = frozenset(k.value for k in (_K.PARM_DECL, _K.LABEL_STMT, _K.RETURN_STMT))
 
 
-@dataclass(frozen=True)
-class _Type:
-    """What the walk asks of an expression's type."""
-
-    pointerish: bool  # a pointer, array, typedef or elaborated type (the others are
-    # not looked through)
-    global_pointer: bool  # canonically a GLOBAL pointer
-    array: bool  # canonically an array
-    global_array: bool  # ... in or of the GLOBAL address space
-    global_object: bool  # itself in the GLOBAL address space
+_UNKNOWN = object()  # a cache's miss, where None is a value
 
 
 @dataclass(frozen=True)
@@ -454,6 +439,26 @@ def _kind_class(canonical_kind: int) -> str:
     return "other"
 
 
+def _owned(cur: ci.Cursor, tu: ci.TranslationUnit | None) -> ci.Cursor:
+    """A copy of a walked cursor that outlives the walk, with the binding's `_tu`."""
+    copy = ci.Cursor.from_buffer_copy(cur)
+    if tu is not None:
+        copy._tu = tu
+    return copy
+
+
+def _strip_walked(tree: cursor_walk.Tree, index: int) -> cursor_walk.Node:
+    """A walked expression under clang's implicit conversions (which the API shows as
+    UNEXPOSED_EXPR with one child of the same extent)."""
+    node = tree.nodes[index]
+    while node.kind == _UNEXPOSED_EXPR:
+        kids = tree.children(node)
+        if len(kids) != 1:
+            break
+        node = tree.nodes[kids[0]]
+    return node
+
+
 def _strip_implicit(cur: ci.Cursor) -> ci.Cursor:
     """The expression under clang's implicit conversions (which the API shows as
     UNEXPOSED_EXPR with one child of the same extent)."""
@@ -486,8 +491,9 @@ class _Collector:
         self.needed: set[tuple[int, int]] = set()  # ... whose expansion the passes need
         self.called: set[int] = set()  # threaded functions' names called as C functions
         self.raw = libclang.Raw()
+        self.walker = cursor_walk.Walker()
+        self.main_file: cursor_walk.MainFile | None = None  # known once parsed
         self.refs: dict[bytes, _Ref | None] = {}  # by the referenced cursor's bytes
-        self.types: dict[bytes, _Type] = {}  # by the type's bytes
         self.pointees: dict[bytes, tuple[int, str, str] | None] = {}  # ... Arg.pointee
         self.var_types: dict[bytes, tuple[bool, int | None, bool]] = {}  # ... Var's
         # a parameter's (adjusted type, type): what Param says of them
@@ -510,6 +516,9 @@ class _Collector:
             self.facts.fatal = Diag(None, 0, True, f"libclang could not parse the file: {exc}")
             return self.facts
         self.main_handle = self.raw.know_main_file(tu, self.path, len(shown.encode()))
+        self.main_file = cursor_walk.MainFile(self.main_handle, self.raw.main_base,
+                                              self.raw.main_limit, GLOBAL_ADDRESS_SPACE,
+                                              self.vmap)
         self._diagnostics(tu)
         if self.facts.fatal is not None:
             return self.facts
@@ -707,63 +716,58 @@ class _Collector:
     def _walk(self, top: ci.Cursor, threaded: ci.Cursor | None) -> None:
         """One function (or file-scope variable) of the main file, every expression.
 
-        A cursor, then its children last first (a stack's order): where two cursors
-        map to one offset (a macro's expansion), the one visited later wins."""
-        raw = self.raw
-        expressions = raw.expressions
+        The C walk (`cursor_walk`) visits a cursor, then its children last first (a
+        stack's order): where two cursors map to one offset (a macro's expansion), the
+        one visited later wins. Only the cursors it marks are looked at here."""
         macros = bool(self.use_starts)
         in_threaded = threaded is not None
         locals_of: dict[bytes, bool] = {}  # a referenced declaration: a local of `threaded`
-        stack: list[tuple[ci.Cursor, ci.Cursor | None]] = [(top, None)]
-        while stack:
-            cur, parent = stack.pop()
-            kind = cur._kind_id
-            kids = [] if kind in raw.leaves else raw.children(cur)
-            if kind in _NUMBER_LITERALS:
-                needed = False
-            elif kind in expressions:
-                needed = self._expression(cur, kind, parent, kids, threaded, locals_of, macros)
-            elif kind == _VAR_DECL and in_threaded:
-                cur._tu = top._tu
-                self._var(cur, threaded, kids)
-                needed = True
-            else:
-                needed = in_threaded and kind in _LOCAL_KINDS
-            if needed and macros:
-                use = self._expanded_from_body(cur)
-                if use is not None:
-                    self.needed.add(use)
-            stack.extend(zip(kids, repeat(cur)))
+        assert self.main_file is not None, "walked before the parse"
+        with self.walker.walk(self.main_file, top, in_threaded, macros) as tree:
+            nodes = tree.nodes
+            for index in tree.wanted:
+                node = nodes[index]
+                kind = node.kind
+                if node.flags & cursor_walk.EXPRESSION:
+                    needed = self._expression(tree, node, threaded, locals_of, macros)
+                elif kind == _VAR_DECL and threaded is not None:
+                    kids = [_owned(nodes[k].cursor, top._tu) for k in tree.children(node)]
+                    self._var(_owned(node.cursor, top._tu), threaded, kids)
+                    needed = True
+                else:
+                    needed = in_threaded and kind in _LOCAL_KINDS
+                if needed and macros:
+                    use = self._expanded_from_body(node)
+                    if use is not None:
+                        self.needed.add(use)
 
-    def _expanded_from_body(self, cur: ci.Cursor) -> tuple[int, int] | None:
+    def _expanded_from_body(self, node: cursor_walk.Node) -> tuple[int, int] | None:
         """The main-file macro use whose expansion brought this cursor from a macro's
         definition (not from the use's own arguments), if any."""
-        raw = self.raw
-        loc = raw.location(cur)
-        if raw.main_base <= loc.int_data <= raw.main_limit:
+        if node.flags & cursor_walk.IN_MAIN:
             return None  # written in the main file where it stands, no macro's
-        e_handle, e_off = raw.expansion_location(loc)
-        if e_handle != self.main_handle:
+        if node.expansion < 0:
             return None
-        use = self.use_starts.get(self.to_working(e_off))
+        use = self.use_starts.get(node.expansion)
         if use is None:
             return None
-        f_handle, f_off = raw.file_location(loc)
-        if f_handle != self.main_handle:
+        if node.spelling < 0:
             return use  # spelled in a header's definition
-        f = self.to_working(f_off)
+        f = node.spelling
         if f == use[0] or not use[0] <= f < use[1]:
             return use  # the body's own token, or spelled in a definition
         return None  # written in the use's arguments
 
-    def _ref(self, cur: ci.Cursor) -> _Ref | None:
-        """What a DECL_REF_EXPR refers to (None: nothing), computed once per
+    def _ref(self, node: cursor_walk.Node) -> _Ref | None:
+        """What a walked DECL_REF_EXPR refers to (None: nothing), computed once per
         declaration."""
-        ref = self.raw.referenced(cur)
-        key = bytes(ref)
-        if key not in self.refs:
-            self.refs[key] = self._ref_of(ref)
-        return self.refs[key]
+        if not node.ref_kind:
+            return None
+        key = bytes(node.ref)
+        got = self.refs.get(key, _UNKNOWN)
+        if got is _UNKNOWN:
+            got = self.refs[key] = self._ref_of(ci.Cursor.from_buffer_copy(node.ref))
+        return got
 
     def _ref_of(self, ref: ci.Cursor) -> _Ref | None:
         raw = self.raw
@@ -795,83 +799,59 @@ class _Collector:
             locals_of[key] = local
         return local
 
-    def _expression(self, cur: ci.Cursor, kind: int, parent: ci.Cursor | None,
-                    kids: list[ci.Cursor], threaded: ci.Cursor | None,
-                    locals_of: dict[bytes, bool], macros: bool) -> bool:
+    def _expression(self, tree: cursor_walk.Tree, node: cursor_walk.Node,
+                    threaded: ci.Cursor | None, locals_of: dict[bytes, bool],
+                    macros: bool) -> bool:
         """Gathers what an expression tells; returns whether it would need the
         translator if a macro's body produced it (only asked when `macros`)."""
-        raw = self.raw
+        flags = node.flags
+        kind = node.kind
         sp = None
-        t = self._type(raw.cursor_type(cur))
-        if t.pointerish:
-            if t.global_pointer:
-                sp = self.span(cur)
+        if flags & cursor_walk.POINTERISH:
+            if flags & cursor_walk.GLOBAL_POINTER:
+                sp = self._node_span(node)
                 if sp is not None:
                     self.facts.global_pointers.add(sp)
-            elif t.array:
-                sp = self.span(cur)
+            elif flags & cursor_walk.ARRAY:
+                sp = self._node_span(node)
                 if sp is not None:
                     self.facts.arrays.add(sp)
-                    if t.global_array and parent is not None \
-                            and parent._kind_id == _UNEXPOSED_EXPR \
-                            and self._type(raw.cursor_type(parent)).global_pointer:
-                        self.facts.global_decays.add(sp)
+                    if flags & cursor_walk.GLOBAL_ARRAY and node.parent >= 0:
+                        parent = tree.nodes[node.parent]
+                        if parent.kind == _UNEXPOSED_EXPR \
+                                and parent.flags & cursor_walk.GLOBAL_POINTER:
+                            self.facts.global_decays.add(sp)
         if kind == _CALL_EXPR:
-            self._call(cur, kids)
+            self._call(tree, node)
         elif kind == _DECL_REF_EXPR:
-            ref = self._ref(cur)
+            ref = self._ref(node)
             if ref is not None and ref.kind == _FUNCTION_DECL and ref.threaded:
-                sp = sp or self.span(cur)
+                sp = sp or self._node_span(node)
                 if sp is not None and sp[0] not in self.called:
                     self.facts.threaded_uses.append((sp[0], ref.name, False))
             return macros and self._ref_needed(ref, threaded, locals_of)
-        return macros and t.global_object
+        return macros and bool(flags & cursor_walk.GLOBAL_OBJECT)
 
-    def _type(self, t: ci.Type) -> _Type:
-        """What the walk asks of a type, asked of libclang once per type (the
-        expressions of a program have few types)."""
-        key = bytes(t)
-        got = self.types.get(key)
-        if got is None:
-            got = self.types[key] = self._type_of(t)
-        return got
+    @staticmethod
+    def _node_span(node: cursor_walk.Node) -> tuple[int, int] | None:
+        """`span` of a walked cursor (the C walk has its main-file extent)."""
+        if node.start < 0:
+            return None
+        return node.start, node.end
 
-    def _type_of(self, t: ci.Type) -> _Type:
-        raw = self.raw
-        canon = raw.canonical(t)
-        ck = canon._kind_id
-        global_pointer = ck == _POINTER and \
-            raw.address_space(raw.pointee(canon)) == GLOBAL_ADDRESS_SPACE
-        array = ck in _ARRAY_KINDS
-        global_array = array and GLOBAL_ADDRESS_SPACE in (
-            raw.address_space(canon), raw.address_space(raw.element(canon)))
-        global_object = t._kind_id != _INVALID_TYPE and \
-            raw.address_space(t) == GLOBAL_ADDRESS_SPACE
-        return _Type(t._kind_id in _POINTERISH, global_pointer, array, global_array,
-                     global_object)
-
-    def _strip_implicit(self, cur: ci.Cursor) -> ci.Cursor:
-        """The expression under clang's implicit conversions (which the API shows as
-        UNEXPOSED_EXPR with one child of the same extent)."""
-        while cur._kind_id == _UNEXPOSED_EXPR:
-            kids = self.raw.children(cur)
-            if len(kids) != 1:
-                break
-            cur = kids[0]
-        return cur
-
-    def _call(self, cur: ci.Cursor, kids: list[ci.Cursor]) -> None:
+    def _call(self, tree: cursor_walk.Tree, node: cursor_walk.Node) -> None:
+        kids = tree.children(node)
         if not kids:
             return
-        callee = self._strip_implicit(kids[0])
-        if callee._kind_id != _DECL_REF_EXPR:
+        callee = _strip_walked(tree, kids[0])
+        if callee.kind != _DECL_REF_EXPR:
             return
-        sp = self.span(callee)
+        sp = self._node_span(callee)
         if sp is None:
             return
         ref = self._ref(callee)
         # a reference's spelling is its declaration's
-        name = ref.name if ref is not None else callee.spelling
+        name = ref.name if ref is not None else callee.cursor.spelling
         what = "other"
         if ref is not None and ref.kind == _FUNCTION_DECL:
             rpath, roff = ref.where
@@ -885,24 +865,23 @@ class _Collector:
                 what = "function"
         args: tuple[Arg, ...] = ()
         if what == "primitive":
-            args = tuple(self._arg(a) for a in kids[1:])
+            args = tuple(self._arg(_strip_walked(tree, a)) for a in kids[1:])
         elif what == "threaded":
             self.called.add(sp[0])
             self.facts.threaded_uses.append((sp[0], name, True))
         self.facts.calls[sp[0]] = Call(name, what, args)
 
-    def _arg(self, cur: ci.Cursor) -> Arg:
-        raw = self.raw
-        inner = self._strip_implicit(cur)
-        kind, value = libclang.evaluate(inner)
+    def _arg(self, inner: cursor_walk.Node) -> Arg:
+        """An argument of a primitive, under clang's implicit conversions."""
+        kind, value = self.walker.evaluate(inner.cursor)
         constant = ""
-        if kind == libclang.EVAL_INT:
-            constant = "char" if inner._kind_id == _CHARACTER_LITERAL else "int"
-        elif kind == libclang.EVAL_FLOAT:
+        if kind == cursor_walk.EVAL_INT:
+            constant = "char" if inner.kind == _CHARACTER_LITERAL else "int"
+        elif kind == cursor_walk.EVAL_FLOAT:
             constant, value = "float", None
         else:
             value = None
-        t = raw.cursor_type(inner)
+        t = self.raw.cursor_type(inner.cursor)
         key = bytes(t)
         if key not in self.pointees:
             self.pointees[key] = self._pointee(t)

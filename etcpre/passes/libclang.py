@@ -2,9 +2,9 @@
 
 The binding (`clang.cindex`, PyPI `libclang`) leaves out a few functions of the C API
 that decide what the translator must know: where a token of a macro argument was
-written (`clang_getFileLocation`), the value of a constant expression
-(`clang_Cursor_Evaluate`), and which preprocessor branches are inactive
-(`clang_getSkippedRanges`). They are bound here with ctypes.
+written (`clang_getFileLocation`) and which preprocessor branches are inactive
+(`clang_getSkippedRanges`). They are bound here with ctypes (the value of a constant
+expression, `clang_Cursor_Evaluate`, is asked through `cursor_walk`).
 
 libclang parses recursively: deeply nested code exhausts the C stack of the thread it
 runs on and kills the process with SIGSEGV, which no Python handler can catch. So
@@ -45,17 +45,9 @@ def _bind() -> None:
     location = [ci.SourceLocation, ctypes.POINTER(ci.c_object_p),
                 ctypes.POINTER(ctypes.c_uint), ctypes.POINTER(ctypes.c_uint),
                 ctypes.POINTER(ctypes.c_uint)]
-    result = [ctypes.c_void_p]
     for name, argtypes, restype in [
         ("clang_getFileLocation", location, None),
         ("clang_getExpansionLocation", location, None),
-        ("clang_Cursor_Evaluate", [ci.Cursor], ctypes.c_void_p),
-        ("clang_EvalResult_getKind", result, ctypes.c_int),
-        ("clang_EvalResult_isUnsignedInt", result, ctypes.c_uint),
-        ("clang_EvalResult_getAsLongLong", result, ctypes.c_longlong),
-        ("clang_EvalResult_getAsUnsigned", result, ctypes.c_ulonglong),
-        ("clang_EvalResult_getAsDouble", result, ctypes.c_double),
-        ("clang_EvalResult_dispose", result, None),
         ("clang_getSkippedRanges", [ci.TranslationUnit, ci.File],
          ctypes.POINTER(_RangeList)),
         ("clang_disposeSourceRangeList", [ctypes.POINTER(_RangeList)], None),
@@ -100,10 +92,10 @@ def file_name(handle: int) -> str:
 
 
 class Raw:
-    """The functions the translator calls for every cursor of a body, bound without
-    the binding's wrapping: `clang.cindex` checks every child against the null cursor
-    (two more calls) and wraps every result in Python objects, which made walking a
-    5,000-line file take a second. Here a cursor's and a type's kind is the struct's
+    """The functions the translator calls on many cursors, bound without the binding's
+    wrapping (the walk over every cursor of a body is `cursor_walk`'s, in C):
+    `clang.cindex` checks every child against the null cursor (two more calls) and
+    wraps every result in Python objects. Here a cursor's and a type's kind is the struct's
     `_kind_id`; results are bare `ci.Cursor`, `ci.Type` and `ci.SourceLocation`
     structs without the binding's `_tu` (set it before using the binding's methods
     on them). One per parse, used on one thread (the out-parameters are reused)."""
@@ -145,15 +137,6 @@ class Raw:
         # the main file's locations: [main_base, main_limit] of clang's encoding
         self.main_handle = 0
         self.main_base, self.main_limit = 1, 0
-        self.expressions = frozenset(k.value for k in ci.CursorKind.get_all_kinds()
-                                     if k.is_expression())
-        # cursors without children: references (by definition, in libclang) and, in C,
-        # names and literals (none of the corpus's 160,000 has one)
-        self.leaves = frozenset(k.value for k in ci.CursorKind.get_all_kinds()
-                                if k.is_reference()) | frozenset(k.value for k in (
-            ci.CursorKind.DECL_REF_EXPR, ci.CursorKind.INTEGER_LITERAL,
-            ci.CursorKind.FLOATING_LITERAL, ci.CursorKind.CHARACTER_LITERAL,
-            ci.CursorKind.STRING_LITERAL))
 
     def children(self, cur: ci.Cursor) -> list[ci.Cursor]:
         out: list[ci.Cursor] = []
@@ -214,31 +197,6 @@ _CONTINUE = 1  # CXChildVisit_Continue: the next sibling, not this cursor's chil
 def _append_child(child: ci.Cursor, _parent: ci.Cursor, out: list[ci.Cursor]) -> int:
     out.append(child)
     return _CONTINUE
-
-
-# clang_EvalResult_getKind
-EVAL_INT = 1
-EVAL_FLOAT = 2
-
-
-def evaluate(cur: ci.Cursor) -> tuple[int, int | float | None]:
-    """(kind, value) of a constant expression: kind EVAL_INT or EVAL_FLOAT (value set),
-    another kind (value None), or 0 when it is not constant."""
-    _bind()
-    res = ci.conf.lib.clang_Cursor_Evaluate(cur)
-    if not res:
-        return 0, None
-    try:
-        kind = ci.conf.lib.clang_EvalResult_getKind(res)
-        if kind == EVAL_INT:
-            if ci.conf.lib.clang_EvalResult_isUnsignedInt(res):
-                return kind, int(ci.conf.lib.clang_EvalResult_getAsUnsigned(res))
-            return kind, int(ci.conf.lib.clang_EvalResult_getAsLongLong(res))
-        if kind == EVAL_FLOAT:
-            return kind, float(ci.conf.lib.clang_EvalResult_getAsDouble(res))
-        return kind, None
-    finally:
-        ci.conf.lib.clang_EvalResult_dispose(res)
 
 
 def skipped_ranges(tu: ci.TranslationUnit, path: str) -> list[tuple[int, int]]:

@@ -52,6 +52,12 @@ class EditMap:
             return e.start
         return e.end + (new - new_start - len(e.text))
 
+    def table(self) -> tuple[list[int], list[int], list[int], list[int]]:
+        """The edits as `to_old` reads them, for code that maps offsets itself: where
+        each starts in the new text, its text's length, the old range it replaced."""
+        return (list(self._new_starts), [len(e.text) for e in self._edits],
+                [e.start for e in self._edits], [e.end for e in self._edits])
+
     def to_new(self, old: int) -> int:
         i = bisect.bisect_right(self._old_starts, old) - 1
         if i < 0:
