@@ -99,7 +99,7 @@ void etc_call(etc_thread fn, void *pp)
 /* An idle node polls for SPIN_SECONDS before it blocks in the layer's wait
  * (half as long after a wait), taking the balancer and termination steps at
  * every POLLS_PER_STEP-th poll. */
-#define SPIN_SECONDS 100e-6
+#define SPIN_SECONDS 50e-6
 enum { POLLS_PER_STEP = 8 };
 
 /* With more nodes than cores a spinning node steals the core of a busy one: it
