@@ -42,12 +42,7 @@ def _bind() -> None:
     global _bound  # noqa: PLW0603 - a process-wide fact: the functions are declared once
     if _bound:
         return
-    location = [ci.SourceLocation, ctypes.POINTER(ci.c_object_p),
-                ctypes.POINTER(ctypes.c_uint), ctypes.POINTER(ctypes.c_uint),
-                ctypes.POINTER(ctypes.c_uint)]
     for name, argtypes, restype in [
-        ("clang_getFileLocation", location, None),
-        ("clang_getExpansionLocation", location, None),
         ("clang_getSkippedRanges", [ci.TranslationUnit, ci.File],
          ctypes.POINTER(_RangeList)),
         ("clang_disposeSourceRangeList", [ctypes.POINTER(_RangeList)], None),
@@ -56,30 +51,6 @@ def _bind() -> None:
         function.argtypes = argtypes
         function.restype = restype
     _bound = True
-
-
-def file_location(loc: ci.SourceLocation) -> tuple[int, int]:
-    """(file, offset) where a location was written: for a token of a macro argument its
-    place in the argument, for a token of a macro's body the macro's use. The file is
-    libclang's handle (0 for none; `file_name` gives its name): comparing handles is
-    much cheaper than comparing names."""
-    _bind()
-    f = ci.c_object_p()
-    line, col, off = ctypes.c_uint(), ctypes.c_uint(), ctypes.c_uint()
-    ci.conf.lib.clang_getFileLocation(loc, ctypes.byref(f), ctypes.byref(line),
-                                      ctypes.byref(col), ctypes.byref(off))
-    return (ctypes.cast(f, ctypes.c_void_p).value or 0) if f else 0, off.value
-
-
-def expansion_location(loc: ci.SourceLocation) -> tuple[int, int]:
-    """(file, offset) of the macro use a location was expanded from (the location
-    itself outside macros)."""
-    _bind()
-    f = ci.c_object_p()
-    line, col, off = ctypes.c_uint(), ctypes.c_uint(), ctypes.c_uint()
-    ci.conf.lib.clang_getExpansionLocation(loc, ctypes.byref(f), ctypes.byref(line),
-                                           ctypes.byref(col), ctypes.byref(off))
-    return (ctypes.cast(f, ctypes.c_void_p).value or 0) if f else 0, off.value
 
 
 def file_handle(f: ci.File) -> int:
@@ -116,7 +87,6 @@ class Raw:
         self.canonical = bind("clang_getCanonicalType", [typ], typ)
         self.pointee = bind("clang_getPointeeType", [typ], typ)
         self.element = bind("clang_getElementType", [typ], typ)
-        self.address_space = bind("clang_getAddressSpace", [typ], ctypes.c_uint)
         self.referenced = bind("clang_getCursorReferenced", [cursor], cursor)
         self.semantic_parent = bind("clang_getCursorSemanticParent", [cursor], cursor)
         self.is_null = bind("clang_Cursor_isNull", [cursor], ctypes.c_int)
@@ -128,7 +98,6 @@ class Raw:
         out = [loc, ctypes.POINTER(ctypes.c_void_p), ctypes.POINTER(ctypes.c_uint),
                ctypes.POINTER(ctypes.c_uint), ctypes.POINTER(ctypes.c_uint)]
         self._file_location = bind("clang_getFileLocation", out, None)
-        self._expansion_location = bind("clang_getExpansionLocation", out, None)
         self._file = ctypes.c_void_p()
         self._offset = ctypes.c_uint()
         self._file_p = ctypes.pointer(self._file)
@@ -159,17 +128,13 @@ class Raw:
         return handle
 
     def file_location(self, loc: ci.SourceLocation) -> tuple[int, int]:
-        """As `file_location` below."""
+        """(file, offset) where a location was written: for a token of a macro
+        argument its place in the argument, for a token of a macro's body the macro's
+        use. The file is libclang's handle (0 for none; `file_name` gives its name):
+        comparing handles is much cheaper than comparing names."""
         if self.main_base <= loc.int_data <= self.main_limit:
             return self.main_handle, loc.int_data - self.main_base
         self._file_location(loc, self._file_p, None, None, self._offset_p)
-        return self._file.value or 0, self._offset.value
-
-    def expansion_location(self, loc: ci.SourceLocation) -> tuple[int, int]:
-        """As `expansion_location` below."""
-        if self.main_base <= loc.int_data <= self.main_limit:
-            return self.main_handle, loc.int_data - self.main_base
-        self._expansion_location(loc, self._file_p, None, None, self._offset_p)
         return self._file.value or 0, self._offset.value
 
     def main_range(self, cur: ci.Cursor) -> tuple[int, int] | None:
