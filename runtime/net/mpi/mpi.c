@@ -483,14 +483,13 @@ static int deliver_buffer(int k, unsigned char *buf, size_t len)
 }
 
 /* Handles completed receives in posting order, reposting each later. An idle
- * node (`all` 0) stops after the first buffer that delivers something, without
+ * node (`busy` 0) stops after the first buffer that delivers something, without
  * testing the next (a call into MPI's progress): the work it enabled, and the
  * reply, go first; `more` makes the next thread boundary drain the rest. */
-static int drain(int all)
+static int drain(int busy)
 {
     int count = 0;
-    mpi.more = 0;
-    while ((all || !count) && head_done()) {
+    while ((busy || !count) && head_done()) {
         recv_slot *r = &mpi.rx[mpi.rx_head];
         int len = 0;
         MPI_Get_count(&r->st, MPI_BYTE, &len);
@@ -502,11 +501,11 @@ static int drain(int all)
         mpi.rx_unposted++;
         count += deliver_buffer(src, r->buf, (size_t)len);
     }
-    mpi.more = !all && count > 0;
+    mpi.more = !busy && count > 0;
     return count;
 }
 
-static int poll_all(int all)
+static int poll_layer(int busy)
 {
     if (mpi.n == 1 || mpi.polling)
         return 0;
@@ -515,7 +514,7 @@ static int poll_all(int all)
     repost();
     if (mpi.ntx)
         reap_sends(); /* before the receives: not between a message and its reply */
-    int count = drain(all);
+    int count = drain(busy);
     flush_all();
     mpi.polling = 0;
     return count;
@@ -523,7 +522,7 @@ static int poll_all(int all)
 
 int etc_net_poll(void)
 {
-    return poll_all(0);
+    return poll_layer(0);
 }
 
 /* F4: a poll costs calls into MPI, so at thread boundaries it happens at most
@@ -534,7 +533,7 @@ void etc_net_boundary(void)
     if (mpi.out.pending)
         flush_all();
     if (mpi.more || etc_gate_due(&mpi.gate))
-        poll_all(1); /* a busy node: everything that has come */
+        poll_layer(1); /* a busy node: everything that has come */
 }
 
 _Atomic uint64_t *etc_net_boundary_word(void)
