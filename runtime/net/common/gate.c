@@ -18,7 +18,7 @@ void etc_gate_ready(etc_gate *g, double interval)
                             : 1e9;
     if (per_second <= 0)
         per_second = 1e9;
-    g->interval = (uint64_t)(interval * per_second);
+    g->interval = g->base = (uint64_t)(interval * per_second);
     g->budget = 1;
     g->tick = 0;
     g->last = t;

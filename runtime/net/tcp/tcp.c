@@ -609,7 +609,7 @@ static int read_peer(int k)
         }
         /* READ_CHUNK at a time, or the rest of the frame begun (one recv takes
          * what has come of a block move's piece): what a poll delivers is
-         * about what a busy node runs before its next poll (20 us later), so
+         * about what a busy node runs before its next poll (F4), so
          * that a peer pipelining INVOKEs fills its socket, not our queues */
         size_t want = READ_CHUNK, have = etc_wire_pending(&p->in);
         if (p->head_next && !have) /* N11: then the next piece is placed whole */
@@ -632,7 +632,7 @@ static int read_peer(int k)
             p->in.len += (size_t)r;
             count += deliver_frames(k);
             /* something delivered: the threads it enabled run before more is
-             * read (the next poll is at most 20 us away), so a sender
+             * read (the next poll is at most an interval away), so a sender
              * pipelining thousands of INVOKEs does not make this node queue
              * them all, each frame in fresh memory; drained (most likely)
              * with no frame begun: the next poll sees anything newer. In the
@@ -924,16 +924,18 @@ int etc_net_poll(void)
 }
 
 /* A poll costs system calls, so at thread boundaries it happens at most every
- * POLL_INTERVAL (F4), and so does a flush (T6): that is the coalescing window
- * (F2). A flush at every boundary that had output cost a send() per thread
- * that sends (a pipelined remote INVOKE's thread answers with a SYNC): about
- * 5 us each, where the message costs tens of ns. Latency is not at stake: a
- * node that goes idle flushes at once (etc_net_wait), and a busy one within
- * the interval (N3). */
+ * POLL_INTERVAL, further apart after polls that cost more (F4), and so does a
+ * flush (T6): that is the coalescing window (F2). A flush at every boundary
+ * that had output cost a send() per thread that sends (a pipelined remote
+ * INVOKE's thread answers with a SYNC): about 5 us each, where the message
+ * costs tens of ns. Latency is not at stake: a node that goes idle flushes at
+ * once (etc_net_wait), and a busy one within the interval (N3). */
 void etc_net_boundary(void)
 {
-    if (etc_gate_due(&tcp.gate))
+    if (etc_gate_due(&tcp.gate)) {
         etc_net_poll();
+        etc_gate_polled(&tcp.gate);
+    }
 }
 
 _Atomic uint64_t *etc_net_boundary_word(void)
