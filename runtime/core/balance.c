@@ -45,6 +45,12 @@ double etc_balance_idle(void)
     return wait;
 }
 
+void etc_balance_last_token(void)
+{
+    if (etc_rts.priv->lb->last_token)
+        ETC_TRACE_LB(1, etc_rts.priv->lb->last_token());
+}
+
 void *etc_lb_state(size_t size)
 {
     etc_node_private *p = etc_rts.priv;

@@ -123,6 +123,7 @@ void etc_take_message(void *m, size_t size, const void *body, size_t len, int ex
 /* balance.c */
 void etc_balance_init(const char *name);
 double etc_balance_idle(void);
+void etc_balance_last_token(void); /* the deque just gave its last token (lb.h) */
 void etc_balance_token_message(int src, int type, const void *body, size_t len);
 void etc_balance_message(int src, int type, const void *body, size_t len);
 

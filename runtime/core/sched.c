@@ -236,6 +236,8 @@ static inline __attribute__((always_inline)) void run_loop(int kind, const bound
 #endif
         } else if (tq->head != tq->tail) {
             etc_tok t = tq->buf[--tq->tail & tq->mask];
+            if (kind != LOOP_ONE_NODE && tq->head == tq->tail)
+                etc_balance_last_token();
 #ifdef ETC_CHECK
             etc_rts.running = t.fn;
 #endif

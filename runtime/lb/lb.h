@@ -19,6 +19,10 @@
  *               that found nothing must back off (etc_lb_backoff) rather than
  *               ask again at once, so that a run whose nodes are all idle
  *               sleeps until termination is detected;
+ *   last_token() when this node has just taken the last token of its deque
+ *               to run it (multi-node runs; rare, so it may send): a
+ *               receiver-initiated policy may ask for work ahead of idling
+ *               (spn). NULL if unused;
  *   boundary()  after every thread on multi-node runs, once the messages that
  *               arrived have been handled (sender-initiated policies push
  *               surplus tokens here; NULL if unused). It runs at the rate of
@@ -75,6 +79,7 @@ typedef struct etc_lb_ops {
     void (*init)(void);
     double (*idle)(void);
     void (*boundary)(void);
+    void (*last_token)(void);
     void (*token)(int src, const etc_token_msg *h, etc_tok tok);
     void (*message)(int src, int type, const void *body, size_t len);
     const void *config; /* the policy of a shared mechanism (etc_lb_config) */
