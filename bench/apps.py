@@ -9,6 +9,8 @@ one (its CPUs behave like SMT siblings, so two-way speedups are bounded by this)
 from __future__ import annotations
 
 import json
+import subprocess
+import time
 
 from benchlib import (
     BENCH,
@@ -27,7 +29,6 @@ from benchlib import (
     table,
     wall,
 )
-from fib import capacity
 
 EBS = ROOT / "samples" / "ebs"
 # program -> (benchmark arguments, quick arguments); sizes from samples/ebs/README.md
@@ -47,34 +48,46 @@ GOAL = 0.85  # issue 19: each program's 2-node speedup at least this much of the
 
 
 def bench(quick: bool) -> Section:
-    reps = 3 if quick else 3
+    reps = 3
     sec = Section("Applications: the EARTH Benchmark Suite (issue 6)")
     etcrun = str(BIN / "etcrun")
     rows, results = [], {}
     names, sp_series, cap_series = [], [], []
     for name, (full, small) in SIZES.items():
         args = small if quick else full
-        ref = cc([EBS / "seq" / f"{name}.c"], OUT / "ebs" / f"{name}-seq", "-lm")
-        prog = etcc(EBS / f"{name}.tc", OUT / "ebs" / name, "-lm")
-        t_seq, out_seq = zip(*[wall([str(ref), *args]) for _ in range(reps)], strict=True)
-        t1, out1 = zip(*[wall([etcrun, "-n", "1", str(prog), *args]) for _ in range(reps)],
-                       strict=True)
-        t2, out2 = zip(*[wall([etcrun, "-n", "2", str(prog), *args]) for _ in range(reps)],
-                       strict=True)
-        if not (out_seq[0] == out1[0] == out2[0]):
-            raise BenchError(f"{name}: results differ: {out_seq[0]!r} {out1[0]!r} {out2[0]!r}")
-        cap = capacity([str(ref), *args], 3 if quick else 3)[2]
+        ref = [str(cc([EBS / "seq" / f"{name}.c"], OUT / "ebs" / f"{name}-seq", "-lm")), *args]
+        prog = str(etcc(EBS / f"{name}.tc", OUT / "ebs" / name, "-lm"))
+        # every round runs the reference, etc on 1 and 2 nodes and two copies of the
+        # reference at once, in turn: on this shared machine a memory-bound program's
+        # time moves 2x between minutes, and each round's ratios see one moment
+        t_seq, t1, t2, t_pair, ratios = [], [], [], [], []
+        for _ in range(reps):
+            ts, out_seq = wall(ref)
+            e1, out1 = wall([etcrun, "-n", "1", prog, *args])
+            e2, out2 = wall([etcrun, "-n", "2", prog, *args])
+            if not (out_seq == out1 == out2):
+                raise BenchError(f"{name}: results differ: {out_seq!r} {out1!r} {out2!r}")
+            tp = pair_time(ref)
+            t_seq.append(ts)
+            t1.append(e1)
+            t2.append(e2)
+            t_pair.append(tp)
+            ratios.append((ts / e2) / (2 * ts / tp))
         ts, e1, e2 = median_of(t_seq), median_of(t1), median_of(t2)
+        cap = 2 * ts / median_of(t_pair)
         sp = ts / e2
-        rows.append([name, " ".join(args), ts, e1, e2, ts / e1, sp, cap, sp / cap])
+        rows.append([name, " ".join(args), ts, e1, e2, ts / e1, sp, cap, median_of(ratios)])
         results[name] = {"seq": ts, "etc1": e1, "etc2": e2, "capacity": cap}
         names.append(name)
         sp_series.append(sp)
         cap_series.append(cap)
-    sec.add("Wall time of whole runs (start-up included), median of 3; smp target; the "
-            "result line of every run is checked equal to the reference's. Speedup = "
-            "sequential reference / etc. Capacity = 2 x (one copy of the reference) / (two "
-            "copies at once), this machine's bound on a two-way speedup for that program.", "")
+    sec.add(f"Wall time of whole runs (start-up included), median of {reps} rounds; smp "
+            "target; the result line of every run is checked equal to the reference's. "
+            "Speedup = sequential reference / etc. Capacity = 2 x (one copy of the "
+            "reference) / (two copies at once), this machine's bound on a two-way speedup "
+            "for that program. Each round runs the reference, etc on 1 and 2 nodes and the "
+            "two copies in turn; *speedup / capacity* is the median of the rounds' own "
+            "ratios.", "")
     sec.add(*table(["program", "arguments", "seq C s", "etc 1 node s", "etc 2 nodes s",
                     "1-node efficiency", "2-node speedup", "capacity", "speedup / capacity"],
                    rows))
@@ -83,10 +96,49 @@ def bench(quick: bool) -> Section:
                      "speedup over sequential C")
     if plot:
         sec.add(plot, "")
+    sec.add(*memory_bound(results["matmul"], SIZES["matmul"][1 if quick else 0]))
     sec.add(*bounds([r for r in rows if r[8] < GOAL], quick))
     sec.add(*peers(quick))
     sec.data = results
     return sec
+
+
+def pair_time(cmd: list[str]) -> float:
+    """Wall time of two copies of a program started at once."""
+    t0 = time.perf_counter()
+    ps = [subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+          for _ in range(2)]
+    for p in ps:
+        if p.wait() != 0:
+            raise BenchError(f"{' '.join(cmd)} failed (status {p.returncode})")
+    return time.perf_counter() - t0
+
+
+def memory_bound(mm: dict[str, float], args: list[str]) -> list[str]:
+    """matmul streams all of B from memory for every row of C: what it reads per
+    second against STREAM's copy on this machine, one copy and two at once."""
+    prog = str(cc([BENCH / "peers" / "stream_copy.c"], OUT / "peers" / "stream_copy"))
+    cmd = [prog, "128", "9"]
+    one, two = [], []
+    for _ in range(5):
+        one.append(float(run(cmd).stdout))
+        ps = [subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True) for _ in range(2)]
+        two.append(sum(float(p.communicate()[0]) for p in ps))
+    bw1, bw2 = median_of(one), median_of(two)
+    n = int(args[0])
+    reads = n ** 3 * 8 / mm["seq"] / 1e6  # B once per row of C, in MB/s
+    shared = (f"Memory is a shared bound here: two copies of matmul cannot run at twice the "
+              f"speed of one, and the capacity above ({mm['capacity']:.2f}, two copies of the "
+              "reference at once) already includes it." if bw2 / bw1 < 1.9 else
+              "Memory bandwidth did not bound two streams in this run; etc on 2 nodes runs "
+              "two (node 1 computes from its own copy of B).")
+    return [f"**matmul and memory bandwidth.** matmul({n}) reads all of B ({n * n * 8 / 2**20:.1f}"
+            f" MiB, far more than the last-level cache) once for every row of C: the "
+            f"reference reads **{reads:,.0f} MB/s** from memory, {reads / bw1:.2f} of what "
+            f"STREAM's copy kernel moves on one CPU here ({bw1:,.0f} MB/s, reads plus "
+            f"writes; `bench/peers/stream_copy.c`, 2 x 128 MiB arrays, median of 9 passes, "
+            f"median of 5 runs in this run). Two copies at once move {bw2:,.0f} MB/s in "
+            f"all, **{bw2 / bw1:.2f}x** one. {shared}", ""]
 
 
 def trace_bound(name: str, args: list[str]) -> tuple[float, float, float]:
