@@ -58,7 +58,7 @@ ETC_NET_LAYER("tcp");
 #define MAX_MESSAGE (256u << 10) /* the largest frame body; bigger messages are fragmented */
 #define FLUSH_AT (64u << 10)     /* write a peer's buffer once this much waits */
 #define DIRECT_AT (16u << 10)    /* T5: bodies this big are written from where they are */
-#define READ_CHUNK (16u << 10)   /* T6: what a poll reads of a peer at once (or a frame's rest) */
+#define READ_CHUNK (32u << 10)   /* T6: what a poll reads of a peer at once (or a frame's rest) */
 #define PLACE_HEAD 64             /* N11: the most of a message's head a peer keeps */
 #define NET_BYE 0xFFFFu          /* T4: "I am done": the EOF that follows is no loss */
 #define POLL_INTERVAL 20e-6      /* F4: at thread boundaries, poll at most this often */
