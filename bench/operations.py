@@ -372,7 +372,7 @@ def tcp_baselines(r: dict[str, float], quick: bool, ops: Ops) -> list[str]:
     # same moment of this shared machine (the raw stream alone has varied 7-10 GB/s)
     mb = 1 << 20
     samples: dict[str, list[float]] = {"": [], "spin": [], "etc": []}
-    for _ in range(reps):
+    for _ in range(5 if quick else 9):
         blk = ops.measure("blkmov", 64, mb, 1)
         assert isinstance(blk, tuple)
         samples["etc"].append(blk[1])
@@ -400,8 +400,8 @@ def tcp_baselines(r: dict[str, float], quick: bool, ops: Ops) -> list[str]:
                  f" ({'met' if ours_rtt / best_rtt <= 1.3 else 'not met'}); pipelined syncs "
                  f"over 2 million per second: **{ours_pipe:.1f} M/s** "
                  f"({'met' if ours_pipe > 2 else 'not met'}); block moves at least 70% of a raw "
-                 f"stream: **{blk_ratio:.2f}**, the median of {reps} ratios each taken against "
-                 "the faster raw stream measured right after "
+                 f"stream: **{blk_ratio:.2f}**, the median of {len(samples['etc'])} ratios each "
+                 "taken against the faster raw stream measured right after "
                  f"({'met' if blk_ratio >= 0.7 else 'not met'}).")
     lines.append("")
     # the INVOKE and the sync taken in turn, the ratio of each pair: a pipelined
