@@ -38,6 +38,7 @@ from etcpre.passes.clang_view import Store
 from etcpre.passes.primitives import CALL_PRIMITIVES, PRIMITIVES, VALUE_PRIMITIVES, Kind
 from etcpre.passes.reach import (
     BLOCKS,
+    LOOPS,
     PREPROC_BLOCKS,
     REENTERED,
     TAG_SPECIFIERS,
@@ -70,6 +71,9 @@ class GeneratedFunction:
     user_main: str | None
     types: list[tuple[int, str]] = field(default_factory=list)  # (working offset, C)
     layouts: list[str] = field(default_factory=list)  # the link-time check (_layouts)
+    # a body every thread function enters (SHARED_BODY), with its entry dispatch
+    shared_body: tuple[str, str] | None = None  # (C name, dispatch), the body's text last
+    shared_text: str = ""
 
 
 @dataclass
@@ -156,19 +160,70 @@ def _function(model: Model, fn: ThreadedFunction, emitted: set[str]) -> Generate
     static = "static " if fn.static else ""
     protos = "".join(f"{static}void _{fn.name}_{e}(void *_etc_v);\n" for e in entries[1:])
     threads = []
-    # where a renderer must look inside: a mark, or a block whose items it may drop
-    walked = _Marks(sorted({*marks.points, *fn.reach.block_starts}), marks.indexed)
-    for e in entries:
-        r = _Renderer(model, fn, e, walked, moved, fn.reach)
-        param = "_etc_vpp" if e == "0" else "_etc_v"
-        threads.append((f"_{fn.name}_{e}", param, _prologue(model, fn, e),
-                        r.render(fn.body)))
+    shared = None
+    shared_text = ""
+    if _shares_body(fn):
+        # one body, entered at each thread's label by a switch: every thread
+        # function is the body's call (see SHARED_BODY)
+        body_name = f"_{fn.name}_body"
+        shared_text = _Renderer(model, fn, ALL_ENTRIES, marks, moved).render(fn.body)
+        cases = "".join(f" case {i}: goto {_entry_label(e)};" for i, e in enumerate(entries)
+                        if e != "0")
+        shared = (body_name, f"    switch (_etc_entry) {{{cases} default: break; }}\n")
+        for i, e in enumerate(entries):
+            param = "_etc_vpp" if e == "0" else "_etc_v"
+            threads.append((f"_{fn.name}_{e}", param, _prologue(model, fn, e, goto=False),
+                            f"{{ {body_name}(_fp, {i}); }}"))
+    else:
+        # where a renderer must look inside: a mark, or a block whose items it may drop
+        walked = _Marks(sorted({*marks.points, *fn.reach.block_starts}), marks.indexed)
+        for e in entries:
+            r = _Renderer(model, fn, e, walked, moved, fn.reach)
+            param = "_etc_vpp" if e == "0" else "_etc_v"
+            threads.append((f"_{fn.name}_{e}", param, _prologue(model, fn, e),
+                            r.render(fn.body)))
     statics = [_static(model, fn, group) for group in _groups(fn.statics)]
     types = [(n.start_byte, text(n).rstrip() + (";" if n.type in TAG_SPECIFIERS else ""))
              for n in hoisted]
-    return GeneratedFunction(fn, pstruct, _frame_struct(fn), protos, statics, threads,
-                             callee_structs,
-                             _user_main(model, fn) if fn.name == "MAIN" else None, types)
+    gen = GeneratedFunction(fn, pstruct, _frame_struct(fn), protos, statics, threads,
+                            callee_structs,
+                            _user_main(model, fn) if fn.name == "MAIN" else None, types)
+    gen.shared_body = shared
+    gen.shared_text = shared_text
+    return gen
+
+
+# SHARED_BODY: a thread function holds the code its entry reaches. When thread labels
+# sit inside a loop, each of them reaches the whole loop, and one function per entry
+# repeats it: n threads in a loop gave n copies of it (100 threads in a switch in a
+# loop: 726 lines of Threaded-C, 73,053 of C). Past this many copies of the body, the
+# threaded function is one C function entered through a switch on the entry, and each
+# thread function calls it (never inlined, so the C stays linear).
+SHARED_BODY_COPIES = 2
+ALL_ENTRIES = "*"  # the renderer's entry for a shared body: every label is a target
+
+
+def _entry_label(entry: str) -> str:
+    return f"THREAD_{entry}" if not entry.startswith("C") else f"_etc_{entry}"
+
+
+def _shares_body(fn: ThreadedFunction) -> bool:
+    """Whether one-function-per-entry would repeat more than SHARED_BODY_COPIES
+    bodies' worth of code: each entry whose label is inside a loop reaches at least
+    the outermost loop around it."""
+    body = fn.body
+    size = max(1, body.end_byte - body.start_byte)
+    repeated = 0
+    for target in [*fn.labels.values(), *fn.calls]:
+        outer = None
+        node = target.parent
+        while node is not None and node.id != body.id:
+            if node.type in LOOPS:
+                outer = node
+            node = node.parent
+        if outer is not None:
+            repeated += outer.end_byte - outer.start_byte
+    return repeated > SHARED_BODY_COPIES * size
 
 
 # Dropped code of up to this many lines is replaced by its line breaks, longer code by
@@ -371,12 +426,11 @@ def _copy(target: str, value: str, assignable: bool) -> str:
             f"__builtin_memcpy((void *)&{target}, &_etc_t, sizeof _etc_t); }})")
 
 
-def _prologue(model: Model, fn: ThreadedFunction, entry: str) -> str:
+def _prologue(model: Model, fn: ThreadedFunction, entry: str, goto: bool = True) -> str:
     name = fn.name
     if entry != "0":
-        goto = f"THREAD_{entry}" if not entry.startswith("C") else f"_etc_{entry}"
-        return (f"    _{name}_F *_fp = (_{name}_F *)_etc_v;\n"
-                f"    goto {goto};\n")
+        jump = f"    goto {_entry_label(entry)};\n" if goto else ""
+        return f"    _{name}_F *_fp = (_{name}_F *)_etc_v;\n{jump}"
     fields = model.signatures[name].fields
     copies = ""
     for p, f in zip(fn.params, fields, strict=False):
@@ -660,7 +714,8 @@ class _Renderer:
             return self._declaration(node, parent)
         if t == "thread_label" and fn is not None:
             n = str(label_number(node))
-            return f"return; THREAD_{n}: ;" if n == self.entry else "return;"
+            own = n == self.entry or self.entry == ALL_ENTRIES
+            return f"return; THREAD_{n}: ;" if own else "return;"
         if t == "sync_slots_declaration":
             return ";"
         if t in ("pointer_expression", "subscript_expression", "field_expression",
@@ -830,7 +885,8 @@ class _Renderer:
             return (f'{head} _etc_pp->_ret = ETC_STARTED(0, 0, "{fn.name}", "TOKEN");{sets} '
                     f"etc_token(_{callee}_0, _etc_pp, {size}); }}")
         k = self.call_index[call.start_byte]
-        label = f" _etc_C{k}: ;" if self.entry == f"C{k}" else ""
+        own = self.entry == f"C{k}" or self.entry == ALL_ENTRIES
+        label = f" _etc_C{k}: ;" if own else ""
         # one statement, so that `if (c) CALL(f);` stays correct; the continuation
         # function enters at the label right after the return
         return (f"{head} _etc_pp->_ret = ETC_STARTED(_{fn.name}_C{k}, _fp, \"{fn.name}\", "

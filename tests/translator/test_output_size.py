@@ -1,8 +1,10 @@
 """The translator's output grows with the code, not with threads times code (issue
-19): a thread function keeps only the code its thread can reach. Generated programs
-with N threads in sequence, inside the cases of a switch, and after a switch (each
-thread holding a switch of its own) give at most a small constant factor of their
-lines in C, and the programs run and print what their threads compute."""
+19): a thread function keeps only the code its thread can reach, and where threads
+sit in a loop (each then reaches all of it) the threaded function is one shared body
+that each thread function enters at its label. Generated programs with N threads in
+sequence, inside the cases of a switch, after a switch (each thread holding a switch
+of its own) and inside a switch in a loop give at most a small constant factor of
+their lines in C, and the programs run and print what their threads compute."""
 
 from __future__ import annotations
 
@@ -96,8 +98,38 @@ def threads_in_sequence(n: int) -> tuple[str, str]:
     return program, f"{acc}\n"
 
 
+def threads_in_a_loop(n: int) -> tuple[str, str]:
+    """A loop whose every iteration CALLs a function, then runs one of n threads (the
+    cases of a switch), each ending in `break`: every thread reaches the whole loop."""
+    body = "".join(
+        f"        case {j}:\n            acc += {j};\n            SPAWN({j});\n"
+        f"            END_THREAD();\nTHREAD_{j}:\n            acc *= 2;\n            break;\n"
+        for j in range(1, n + 1))
+    ks = [1, n // 2, n, n + 7]
+    program = (
+        "#include <stdio.h>\n"
+        "THREADED square(int x, long *GLOBAL out)\n{\n    *out = (long)x * x;\n"
+        "    RETURN();\n}\n"
+        "THREADED f(SPTR done, int k, long *GLOBAL out)\n{\n"
+        "    long acc, sq;\n    int i;\n    acc = 0;\n"
+        "    for (i = 0; i < 3; i++) {\n        CALL(square, k + i, TO_GLOBAL(&sq));\n"
+        f"        acc += sq;\n        switch ((k + i) % {n + 1}) {{\n"
+        f"{body}        default:\n            acc -= 1;\n        }}\n    }}\n"
+        "    DATA_RSYNC_LL(acc, out, done);\n    END_FUNCTION();\n}\n"
+        + _main(ks))
+    expected = []
+    for k in ks:
+        acc = 0
+        for i in range(3):
+            acc += (k + i) ** 2
+            c = (k + i) % (n + 1)
+            acc = (acc + c) * 2 if 1 <= c <= n else acc - 1
+        expected.append(acc)
+    return program, " ".join(map(str, expected)) + "\n"
+
+
 SHAPES = {"in sequence": threads_in_sequence, "inside a switch": threads_inside_a_switch,
-          "after a switch": threads_after_a_switch}
+          "after a switch": threads_after_a_switch, "in a loop": threads_in_a_loop}
 
 
 def _translate(tmp_path: Path, name: str, program: str) -> tuple[Path, int, int]:
@@ -131,3 +163,25 @@ def test_the_programs_print_what_their_threads_compute(tmp_path: Path, shape: st
     out = run(prog)
     assert out.returncode == 0, out.stderr
     assert out.stdout == expected
+
+
+def test_a_crash_in_a_shared_body_names_its_thread(tmp_path: Path) -> None:
+    """A thread of a threaded function translated as one shared body (threads in a
+    loop) is still named by its number and line when it crashes."""
+    program, _ = threads_in_a_loop(8)
+    program = program.replace("THREAD_3:\n            acc *= 2;",
+                              "THREAD_3:\n            acc *= *(volatile long *)(k - k);")
+    tc = tmp_path / "crash.tc"
+    tc.write_text(program)
+    c_file = tmp_path / "crash.c"
+    proc = subprocess.run([str(BIN / "etcpre"), str(tc), "-o", str(c_file)],
+                          capture_output=True, text=True, timeout=300, check=False)
+    assert proc.returncode == 0, proc.stderr
+    assert "_f_body(_fp, 3)" in c_file.read_text()  # the scheme this test is about
+    prog = tmp_path / "crash"
+    proc = etcc("-target", "smp", str(tc), "-o", str(prog), cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    out = run(prog)
+    line = program.splitlines().index("THREAD_3:") + 1
+    assert out.returncode != 0
+    assert f"in thread 3 of 'f' ({tc}:{line})" in out.stderr, out.stderr
