@@ -260,9 +260,47 @@ def bench(quick: bool) -> Section:
     sec.add(f"Goal (issue 3): under one second for 5,000 lines including libclang: "
             f"**{'met' if small['cli'] < 1.0 else 'not met'}** ({small['cli']:.2f} s, "
             f"many small functions).", "")
+    sec.add(*output_size())
     sec.data = {"parse_s": t_ours, "parse_base_s": t_base, "parse_lines": nlines,
                 "translation": data}
     return sec
+
+
+def output_size() -> list[str]:
+    """Issue 19's output-size goals on the shapes tests/translator/test_output_size.py
+    checks (which also runs them): C lines out per line in at 200 threads, and the
+    time of 2,000 threads in sequence."""
+    root = Path(__file__).resolve().parents[1]
+    sys.path[:0] = [str(root / "tests"), str(root / "tests" / "translator")]
+    from test_output_size import SHAPES  # noqa: PLC0415
+
+    def translate(name: str, program: str) -> tuple[int, int, float]:
+        tc = OUT / "translator" / f"{name}.tc"
+        tc.write_text(program)
+        t0 = time.perf_counter()
+        subprocess.run([str(BIN / "etcpre"), str(tc), "-o", str(tc.with_suffix(".c"))],
+                       check=True, capture_output=True)
+        return (program.count("\n"), tc.with_suffix(".c").read_text().count("\n"),
+                time.perf_counter() - t0)
+
+    rows, worst = [], 0.0
+    for shape, make in SHAPES.items():
+        lines_in, lines_out, secs = translate(f"threads-{shape.replace(' ', '-')}",
+                                              make(200)[0])
+        worst = max(worst, lines_out / lines_in)
+        rows.append([f"200 threads {shape}", f"{lines_in:,}", f"{lines_out:,}",
+                     lines_out / lines_in, secs])
+    lines_in, lines_out, big = translate("threads-2000", SHAPES["in sequence"](2000)[0])
+    rows.append(["2,000 threads in sequence", f"{lines_in:,}", f"{lines_out:,}",
+                 lines_out / lines_in, big])
+    return ["**Output size** (issue 19): generated functions of many threads, in the "
+            "shapes of `tests/translator/test_output_size.py` (in a loop, every thread "
+            "reaches the whole loop: the function is one shared body, `lower.py` "
+            "SHARED_BODY); one run of the etcpre command each.", "",
+            *table(["program", "lines in", "C lines out", "out / in", "etcpre s"], rows),
+            f"Goals (issue 19): at most 4x the lines for 200 threads: **{worst:.1f}x** "
+            f"at most ({'met' if worst <= 4 else 'not met'}); 2,000 threads in under 10 s: "
+            f"**{big:.1f} s** ({'met' if big < 10 else 'not met'}).", ""]
 
 
 def _translation(prog: Path, repeats: int) -> dict[str, float]:
