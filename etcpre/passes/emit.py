@@ -158,7 +158,7 @@ def emit(lowered: Lowered) -> Emitted:
                 f"the code after CALL {entry[1:]}"
             emitted.threads[cname] = f"{what} of threaded function '{gen.fn.name}'"
         if gen.shared_body is not None:
-            emitted.threads[gen.shared_body[0]] = f"threaded function '{gen.fn.name}'"
+            emitted.threads[gen.shared_body.name] = f"threaded function '{gen.fn.name}'"
     return emitted
 
 
@@ -195,13 +195,13 @@ def _function(gen: GeneratedFunction, src: WorkingText) -> str:
     parts.append(_PUSH)
     if fn.reach is not None and fn.reach.switch_bodies:
         parts.append(_PUSH_SWITCH)
-    if gen.shared_body is not None:  # lower.SHARED_BODY
-        body_name, dispatch = gen.shared_body
+    shared = gen.shared_body
+    if shared is not None:  # lower.SHARED_BODY
         parts.append(src.line_directive(head_line))
-        parts.append(f"{head}static __attribute__((noinline)) void {body_name}"
-                     f"(_{fn.name}_F *_fp, int _etc_entry)\n{{\n{head}{dispatch}")
+        parts.append(f"{head}static __attribute__((noinline)) void {shared.name}"
+                     f"(_{fn.name}_F *_fp, int _etc_entry)\n{{\n{head}{shared.dispatch}")
         parts.append(src.line_directive(body_line))
-        parts.append(" " * (body_col - 1) + gen.shared_text + "\n}\n")
+        parts.append(" " * (body_col - 1) + shared.text + "\n}\n")
     for cname, arg, prologue, body in gen.threads:
         parts.append(src.line_directive(head_line))
         static = "static " if fn.static else ""

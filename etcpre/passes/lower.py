@@ -58,6 +58,17 @@ from etcpre.passes.syntax import (
 
 
 @dataclass
+class SharedBody:
+    """The one C function every thread function of a threaded function calls
+    (SHARED_BODY): its name, the switch that starts it at the entry's label, and the
+    body."""
+
+    name: str
+    dispatch: str
+    text: str
+
+
+@dataclass
 class GeneratedFunction:
     """The C that replaces one threaded function definition."""
 
@@ -71,9 +82,7 @@ class GeneratedFunction:
     user_main: str | None
     types: list[tuple[int, str]] = field(default_factory=list)  # (working offset, C)
     layouts: list[str] = field(default_factory=list)  # the link-time check (_layouts)
-    # a body every thread function enters (SHARED_BODY), with its entry dispatch
-    shared_body: tuple[str, str] | None = None  # (C name, dispatch), the body's text last
-    shared_text: str = ""
+    shared_body: SharedBody | None = None  # when the threads call one body (SHARED_BODY)
 
 
 @dataclass
@@ -161,15 +170,14 @@ def _function(model: Model, fn: ThreadedFunction, emitted: set[str]) -> Generate
     protos = "".join(f"{static}void _{fn.name}_{e}(void *_etc_v);\n" for e in entries[1:])
     threads = []
     shared = None
-    shared_text = ""
     if _shares_body(fn):
         # one body, entered at each thread's label by a switch: every thread
         # function is the body's call (see SHARED_BODY)
         body_name = f"_{fn.name}_body"
-        shared_text = _Renderer(model, fn, ALL_ENTRIES, marks, moved).render(fn.body)
         cases = "".join(f" case {i}: goto {_entry_label(e)};" for i, e in enumerate(entries)
                         if e != "0")
-        shared = (body_name, f"    switch (_etc_entry) {{{cases} default: break; }}\n")
+        shared = SharedBody(body_name, f"    switch (_etc_entry) {{{cases} default: break; }}\n",
+                            _Renderer(model, fn, ALL_ENTRIES, marks, moved).render(fn.body))
         for i, e in enumerate(entries):
             param = "_etc_vpp" if e == "0" else "_etc_v"
             threads.append((f"_{fn.name}_{e}", param, _prologue(model, fn, e, goto=False),
@@ -185,12 +193,10 @@ def _function(model: Model, fn: ThreadedFunction, emitted: set[str]) -> Generate
     statics = [_static(model, fn, group) for group in _groups(fn.statics)]
     types = [(n.start_byte, text(n).rstrip() + (";" if n.type in TAG_SPECIFIERS else ""))
              for n in hoisted]
-    gen = GeneratedFunction(fn, pstruct, _frame_struct(fn), protos, statics, threads,
-                            callee_structs,
-                            _user_main(model, fn) if fn.name == "MAIN" else None, types)
-    gen.shared_body = shared
-    gen.shared_text = shared_text
-    return gen
+    return GeneratedFunction(fn, pstruct, _frame_struct(fn), protos, statics, threads,
+                             callee_structs,
+                             _user_main(model, fn) if fn.name == "MAIN" else None, types,
+                             shared_body=shared)
 
 
 # SHARED_BODY: a thread function holds the code its entry reaches. When thread labels

@@ -11,8 +11,9 @@
  * thread; here a node answers at its next thread boundary, so a thief waited
  * for the end of the donor's current thread (matmul: rows of about a
  * millisecond, node 1 idle 29% of the run in 600 waits). So a node whose last
- * request was answered with a token asks again as soon as its deque is empty,
- * while it still runs the work it has: the answer comes while it computes.
+ * request was answered with a token asks again as it takes the last token of
+ * its deque, while it still runs the work it has: the answer comes while it
+ * computes.
  * It stops asking ahead once a request comes home unanswered (nobody has a
  * surplus) and starts again with the next token an idle request brings.
  */

@@ -8,7 +8,7 @@
  * clock shows boundaries coming faster than the interval and halves when they
  * come much slower, so it follows the program's thread length.
  *
- * A poll that moves much (a peer pipelining INVOKEs: a 16 KiB read, the
+ * A poll that moves much (a peer pipelining INVOKEs: a 32 KiB read, the
  * answers' send) costs tens of microseconds of system calls; every 20 us that
  * would be half of a busy node's time. So the next poll waits at least
  * ETC_GATE_COST_SHARE times what the last one took, at most ETC_GATE_MAX_STRETCH
