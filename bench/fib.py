@@ -11,7 +11,6 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-import time
 from pathlib import Path
 
 from benchlib import (
@@ -37,26 +36,6 @@ from benchlib import (
 
 def _secs(proc: subprocess.CompletedProcess[str]) -> float:
     return number(r"time: ([\d.]+) s", proc.stderr)
-
-
-def capacity(prog: list[str], repeats: int) -> tuple[float, float, float]:
-    """(time of one copy, time of two concurrent copies, capacity = 2 t1 / t2)."""
-    def once() -> float:
-        t0 = time.perf_counter()
-        subprocess.run(prog, check=True, capture_output=True)
-        return time.perf_counter() - t0
-
-    def pair() -> float:
-        t0 = time.perf_counter()
-        ps = [subprocess.Popen(prog, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-              for _ in range(2)]
-        for p in ps:
-            p.wait()
-        return time.perf_counter() - t0
-
-    t1 = median_of([once() for _ in range(repeats)])
-    t2 = median_of([pair() for _ in range(repeats)])
-    return t1, t2, 2 * t1 / t2
 
 
 def _concurrent(cmd: list[str], count: int) -> list[float]:

@@ -276,8 +276,7 @@ def stage_table(shapes: list[tuple[str, Path]], data: dict[str, dict[str, float]
 
     empty = OUT / "translator" / "empty.tc"
     empty.write_text("THREADED MAIN(void)\n{\n    END_FUNCTION();\n}\n")
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
-    env["PYTHONPYCACHEPREFIX"] = str(OUT / "pycache")
+    env = _etcpre_env()
     cmd = [str(BIN / "etcpre"), str(empty), "-o", str(empty.with_suffix(".c"))]
     fixed = []
     for _ in range(7):
@@ -316,7 +315,7 @@ def output_size() -> list[str]:
         tc.write_text(program)
         t0 = time.perf_counter()
         subprocess.run([str(BIN / "etcpre"), str(tc), "-o", str(tc.with_suffix(".c"))],
-                       check=True, capture_output=True)
+                       check=True, capture_output=True, env=_etcpre_env())
         return (program.count("\n"), tc.with_suffix(".c").read_text().count("\n"),
                 time.perf_counter() - t0)
 
@@ -340,6 +339,15 @@ def output_size() -> list[str]:
             f"**{big:.1f} s** ({'met' if big < 10 else 'not met'}).", ""]
 
 
+def _etcpre_env() -> dict[str, str]:
+    """etcpre as installed, its modules' bytecode cached (an environment that turns
+    writing it off would make every run compile them again: about 30 ms); the cache
+    goes to bench/out, not beside the sources."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    env["PYTHONPYCACHEPREFIX"] = str(OUT / "pycache")
+    return env
+
+
 def _translation(prog: Path, repeats: int) -> dict[str, float]:
     """Median seconds of the etcpre command, of `translate()` in-process and of `cc
     -fsyntax-only` on the output; the command and cc alternate, so that both see the
@@ -348,11 +356,7 @@ def _translation(prog: Path, repeats: int) -> dict[str, float]:
     inc = str(Path(__file__).resolve().parents[1] / "runtime" / "include")
     etcpre = [str(BIN / "etcpre"), str(prog), "-o", str(c_out)]
     cc = ["cc", "-std=gnu11", "-fsyntax-only", f"-I{inc}", str(c_out)]
-    # etcpre as installed, its modules' bytecode cached (an environment that turns
-    # writing it off would make every run compile them again: about 30 ms); the
-    # cache goes to bench/out, not beside the sources
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
-    env["PYTHONPYCACHEPREFIX"] = str(OUT / "pycache")
+    env = _etcpre_env()
     subprocess.run(etcpre, check=True, capture_output=True, env=env)
     t_cli, t_cc, cpu_cli = [], [], []
     for _ in range(repeats):
