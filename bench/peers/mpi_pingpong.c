@@ -1,12 +1,37 @@
 /* mpi_pingpong.c: raw MPI baselines for the mpi target's benchmarks (bench/mpi_target.py),
  * on 2 ranks:
  *   mpi_pingpong pingpong COUNT BYTES   mean round trip of COUNT ping-pongs (ns)
+ *   mpi_pingpong polled COUNT BYTES     the same with the calls a runtime that computes
+ *                                       between messages must use: a receive posted
+ *                                       ahead (any source), MPI_Isend, MPI_Test polls
  *   mpi_pingpong stream COUNT BYTES     rank 1 MPI_Sends COUNT blocks to rank 0 (MB/s)
  * Rank 0 prints the figure. */
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+static void test_until_done(MPI_Request *req)
+{
+    for (int done = 0; !done;)
+        MPI_Test(req, &done, MPI_STATUS_IGNORE);
+}
+
+/* One round trip as etc's mpi layer makes it (protocols.md P2): the receiver
+ * answers before it posts its next receive. */
+static void polled_round(int me, char *in, char *out, int bytes, MPI_Request *recv)
+{
+    MPI_Request send;
+    if (me == 0) {
+        MPI_Isend(out, bytes, MPI_BYTE, 1, 0, MPI_COMM_WORLD, &send);
+        test_until_done(recv);
+    } else {
+        test_until_done(recv);
+        MPI_Isend(out, bytes, MPI_BYTE, 0, 0, MPI_COMM_WORLD, &send);
+    }
+    MPI_Irecv(in, bytes, MPI_BYTE, MPI_ANY_SOURCE, 0, MPI_COMM_WORLD, recv);
+    test_until_done(&send);
+}
 
 int main(int argc, char **argv)
 {
@@ -16,20 +41,27 @@ int main(int argc, char **argv)
     MPI_Comm_size(MPI_COMM_WORLD, &n);
     if (argc != 4 || n != 2) {
         if (me == 0)
-            fprintf(stderr, "usage: mpirun -n 2 mpi_pingpong pingpong|stream COUNT BYTES\n");
+            fprintf(stderr,
+                    "usage: mpirun -n 2 mpi_pingpong pingpong|polled|stream COUNT BYTES\n");
         MPI_Finalize();
         return 2;
     }
     long count = atol(argv[2]);
     size_t bytes = (size_t)atol(argv[3]);
-    char *buf = malloc(bytes ? bytes : 1);
+    char *buf = malloc(bytes ? bytes : 1), *in = malloc(bytes ? bytes : 1);
     memset(buf, 1, bytes);
-    int ping = strcmp(argv[1], "pingpong") == 0;
+    int polled = strcmp(argv[1], "polled") == 0;
+    int ping = polled || strcmp(argv[1], "pingpong") == 0;
+    MPI_Request recv = MPI_REQUEST_NULL;
+    if (polled)
+        MPI_Irecv(in, (int)bytes, MPI_BYTE, MPI_ANY_SOURCE, 0, MPI_COMM_WORLD, &recv);
     for (int round = 0; round < 2; round++) { /* a warm-up round, then the measured one */
         MPI_Barrier(MPI_COMM_WORLD);
         double t0 = MPI_Wtime();
         for (long i = 0; i < count; i++) {
-            if (ping) {
+            if (polled) {
+                polled_round(me, in, buf, (int)bytes, &recv);
+            } else if (ping) {
                 if (me == 0) {
                     MPI_Send(buf, (int)bytes, MPI_BYTE, 1, 0, MPI_COMM_WORLD);
                     MPI_Recv(buf, (int)bytes, MPI_BYTE, 1, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
@@ -49,6 +81,11 @@ int main(int argc, char **argv)
         if (round == 1 && me == 0)
             printf("%.1f\n", ping ? s / (double)count * 1e9 : (double)count * (double)bytes / s / 1e6);
     }
+    if (polled) {
+        MPI_Cancel(&recv);
+        MPI_Wait(&recv, MPI_STATUS_IGNORE);
+    }
+    free(in);
     free(buf);
     MPI_Finalize();
     return 0;
