@@ -53,6 +53,26 @@ def stages(source: SourceFile) -> dict[str, float]:
     return times
 
 
+def bare_walk(source: SourceFile) -> float:
+    """Seconds of the least a Python pass over the whole tree does: one pre-order walk
+    that reads every node's type (as syntax.NodeIndex does, and nothing else). What
+    the passes after the parse cost, counted in these walks, is what bounds a
+    translator written in Python."""
+    tree = parse.tree(WorkingText.of(source))
+    t0 = time.perf_counter()
+    cursor = tree.walk()
+    count = 0
+    while True:
+        node = cursor.node
+        if node is not None and node.type:
+            count += 1
+        if cursor.goto_first_child():
+            continue
+        while not cursor.goto_next_sibling():
+            if not cursor.goto_parent():
+                return time.perf_counter() - t0
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeat", type=int, default=5)
@@ -69,6 +89,9 @@ def main() -> int:
             print(f"  {name:28} {statistics.median(r[name] for r in runs) * 1e3:7.1f} ms")
         total = statistics.median(sum(r.values()) for r in runs)
         print(f"  {'total':28} {total * 1e3:7.1f} ms")
+        walk = statistics.median(bare_walk(SourceFile.load(str(path)))
+                                 for _ in range(opts.repeat))
+        print(f"  {'(a bare walk of the tree)':28} {walk * 1e3:7.1f} ms")
     return 0
 
 
