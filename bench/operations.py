@@ -366,8 +366,18 @@ def smp_goals(r: dict[str, float]) -> list[str]:
 def tcp_baselines(r: dict[str, float], quick: bool, ops: Ops) -> list[str]:
     prog = cc([BENCH / "peers" / "tcp_pingpong.c"], OUT / "peers" / "tcp_pingpong")
     reps = 3 if quick else 5
-    rtt = {m: median_of([float(run([str(prog), "pingpong", "20000", "24", *m.split()]).stdout)
-                         for _ in range(reps)]) for m in ("", "spin")}
+    blocking_rtt = median_of([float(run([str(prog), "pingpong", "20000", "24"]).stdout)
+                              for _ in range(reps)])
+    # etc's round trip and the spinning raw one (the faster: blocking sockets wait
+    # for a wake-up) taken in turn, the goal's ratio the median of the pairs':
+    # medians taken minutes apart gave 1.6 in a run where pairs gave 1.0
+    rtt_pairs: list[tuple[float, float]] = []
+    for _ in range(5 if quick else 9):
+        ours = ops.measure("sync_seq", 20_000, 0, 1, rounds=1)
+        assert isinstance(ours, float)
+        rtt_pairs.append((ours, float(run([str(prog), "pingpong", "20000", "24",
+                                            "spin"]).stdout)))
+    rtt_ratio = median_of([a / b for a, b in rtt_pairs])
     # the block move and the raw streams taken in turn, so that both see the
     # same moment of this shared machine (the raw stream alone has varied 7-10 GB/s)
     mb = 1 << 20
@@ -380,24 +390,25 @@ def tcp_baselines(r: dict[str, float], quick: bool, ops: Ops) -> list[str]:
             samples[m].append(float(run([str(prog), "stream", "500", str(mb),
                                          *m.split()]).stdout))
     stream = {m: median_of(samples[m]) for m in ("", "spin")}
-    ours_rtt = r["sync seq"]
+    ours_rtt = median_of([a for a, _ in rtt_pairs])
     ours_pipe = 1e3 / r["sync pipe"]
     ours_blk = median_of(samples["etc"])
     blk_ratio = median_of([e / max(a, b) for e, a, b in zip(samples["etc"], samples[""],
                                                             samples["spin"], strict=True)])
-    best_rtt = min(rtt.values())
     lines = ["**Against raw sockets, same run** (two processes on loopback, TCP_NODELAY, "
              "24-byte messages like an etc sync frame; `spin` = non-blocking sockets that "
              "busy-poll, as etc's idle nodes do before they sleep, `blocking` = plain "
              "blocking calls):", ""]
     lines += table(["what", "etc", "raw blocking", "raw spin", "etc / best raw"], [
-        ["sync round trip (µs)", ours_rtt / 1e3, rtt[""] / 1e3, rtt["spin"] / 1e3,
-         ours_rtt / best_rtt],
+        ["sync round trip (µs)", ours_rtt / 1e3, blocking_rtt / 1e3,
+         median_of([b for _, b in rtt_pairs]) / 1e3, rtt_ratio],
         ["1 MiB block move vs stream (MB/s)", ours_blk, stream[""], stream["spin"],
          blk_ratio],
     ])
-    lines.append(f"Goals (issue 8): round trip within 1.3x of raw: **{ours_rtt / best_rtt:.2f}x**"
-                 f" ({'met' if ours_rtt / best_rtt <= 1.3 else 'not met'}); pipelined syncs "
+    lines.append(f"Goals (issue 8): round trip within 1.3x of raw: **{rtt_ratio:.2f}x**, the "
+                 f"median of {len(rtt_pairs)} ratios, each of a round-trip run and a spinning "
+                 f"raw one taken in turn ({'met' if rtt_ratio <= 1.3 else 'not met'}); "
+                 "pipelined syncs "
                  f"over 2 million per second: **{ours_pipe:.1f} M/s** "
                  f"({'met' if ours_pipe > 2 else 'not met'}); block moves at least 70% of a raw "
                  f"stream: **{blk_ratio:.2f}**, the median of {len(samples['etc'])} ratios each "
