@@ -17,14 +17,13 @@ from __future__ import annotations
 
 import ctypes
 import os
-import pickle
-import signal
 import threading
-import traceback
 from collections.abc import Callable
 from typing import Any, TypeVar
 
 import clang.cindex as ci
+
+from etcpre.passes import forked
 
 T = TypeVar("T")
 
@@ -191,55 +190,32 @@ def run_isolated(work: Callable[[], T]) -> T:
 
     The result must pickle. An exception in the child comes back as IsolatedBug with
     its traceback; a child killed by a signal (a libclang crash) as IsolatedError."""
-    rfd, wfd = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # the child: never returns into the caller's code
-        os.close(rfd)
-        # libclang reports what it recovers from on stderr; the parent says what matters
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, 2)
-        status = 0
-        try:
-            payload = _in_big_thread(work)
-        except BaseException as exc:  # noqa: BLE001 - everything goes back to the parent
-            trace = "".join(traceback.format_exception(exc)[-6:])
-            payload = pickle.dumps(("error", f"{type(exc).__name__}: {exc}\n{trace}"))
-            status = 1
-        try:
-            with os.fdopen(wfd, "wb") as out:
-                out.write(payload)
-        finally:
-            os._exit(status)
-    os.close(wfd)
-    with os.fdopen(rfd, "rb") as inp:
-        data = inp.read()
-    _, wstatus = os.waitpid(pid, 0)
-    if os.WIFSIGNALED(wstatus):
-        sig = os.WTERMSIG(wstatus)
-        try:
-            name = signal.Signals(sig).name
-        except ValueError:
-            name = f"signal {sig}"
-        raise IsolatedError(f"libclang crashed ({name})")
     try:
-        tag, value = pickle.loads(data)
-    except Exception as exc:  # noqa: BLE001
+        return forked.Forked(work, _quiet, _in_big_thread).result()
+    except forked.ChildRaised as exc:
+        raise IsolatedBug(str(exc)) from None
+    except forked.ChildError as exc:
+        if exc.signal_name is not None:
+            raise IsolatedError(f"libclang crashed ({exc.signal_name})") from None
         raise IsolatedError(f"libclang's results were lost ({exc})") from None
-    if tag == "error":
-        raise IsolatedBug(str(value))
-    return value  # type: ignore[no-any-return]
 
 
-def _in_big_thread(work: Callable[[], T]) -> bytes:
+def _quiet() -> None:
+    # libclang reports what it recovers from on stderr; the parent says what matters
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, 2)
+
+
+def _in_big_thread(work: Callable[[], T]) -> T:
     # libclang would run the parse on a thread of its own with an 8 MiB stack; this
     # makes it use ours
     os.environ["LIBCLANG_NOTHREADS"] = "1"
-    box: list[bytes] = []
+    box: list[T] = []
     failure: list[BaseException] = []
 
     def run() -> None:
         try:
-            box.append(pickle.dumps(("ok", work())))
+            box.append(work())
         except BaseException as exc:  # noqa: BLE001 - re-raised on the calling thread
             failure.append(exc)
 

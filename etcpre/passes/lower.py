@@ -23,10 +23,12 @@ byte for byte, so comments, layout and line numbers of the source survive.
 from __future__ import annotations
 
 import bisect
+import os
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 
+from etcpre.passes import forked
 from etcpre.passes.analyse import (
     Local,
     Model,
@@ -108,40 +110,46 @@ def descriptor_name(fn_name: str) -> str:
     return f"_etc_fn_{fn_name}"
 
 
-def _layouts(model: Model, fn: ThreadedFunction, referred: set[str]) -> list[str]:
+def _layouts(model: Model, fn: ThreadedFunction, referred: list[str]) -> list[str]:
     """The link-time check that files agree on parameter frames: the file defining f
     defines a symbol named after the layout of f's parameters, every file starting f
-    (not defining it) refers to the symbol its own declaration of f names; a
-    disagreement is then an undefined symbol at link, which etcc explains."""
+    (not defining it) refers to the symbol its own declaration of f names (once per
+    file: `referred` are those this function is first to start); a disagreement is
+    then an undefined symbol at link, which etcc explains."""
     out = []
     sig = model.signatures[fn.name]
     if not sig.static and fn.name != "MAIN":
         out.append(f"/* the link checks that every file starts {fn.name} with these "
                    f"parameters */\nconst char _etc_layout_{fn.name}_{sig.layout} = 0;\n")
-    for callee in model.used_callees.get(fn.name, []):
-        csig = model.signatures.get(callee)
-        if csig is None or csig.defined_here or csig.static or callee in referred:
-            continue
-        referred.add(callee)
-        symbol = f"_etc_layout_{callee}_{csig.layout}"
+    for callee in referred:
+        symbol = f"_etc_layout_{callee}_{model.signatures[callee].layout}"
         out.append(f"extern const char {symbol};\n"
                    f"__attribute__((used)) static const char *const _etc_uses_{callee} = "
                    f"&{symbol};\n")
     return out
 
 
-def lower(model: Model) -> Lowered:
-    """The analyse pass reported everything; lowering cannot fail."""
+# Functions bigger than this in all (bytes of their definitions) are lowered in two
+# processes, half of them in a forked child (`forked.py`), when two CPUs are there to
+# run them: the child shares the model without a copy, and what it sends back is C
+# text. Below it, the fork costs more than the half it saves.
+PARALLEL_FROM_BYTES = 32 << 10
+
+
+def lower(model: Model, parallel_from: int | None = None) -> Lowered:
+    """The analyse pass reported everything; lowering cannot fail. Two processes
+    lower the functions when they are `parallel_from` bytes or more in all
+    (default PARALLEL_FROM_BYTES)."""
     out = Lowered(model)
     emitted: set[str] = set()
-    referred: set[str] = set()
     for proto in model.prototypes:
         name = text(proto.child_by_field_name("name"))  # type: ignore[arg-type]
         out.prototypes[proto.start_byte] = param_struct(model.signatures[name])
         emitted.add(name)
-    for fn in model.functions:
-        out.functions[fn.node.start_byte] = _function(model, fn, emitted)
-        out.functions[fn.node.start_byte].layouts = _layouts(model, fn, referred)
+    jobs = list(zip(model.functions, _emissions(model, emitted), strict=True))
+    threshold = PARALLEL_FROM_BYTES if parallel_from is None else parallel_from
+    for fn, gen in _generate(model, jobs, threshold):
+        out.functions[fn.node.start_byte] = gen
     for p in model.plain_functions:
         marks = _marks(model, None, p, frozenset())
         if marks.points:
@@ -149,17 +157,88 @@ def lower(model: Model) -> Lowered:
     return out
 
 
-def _function(model: Model, fn: ThreadedFunction, emitted: set[str]) -> GeneratedFunction:
-    pstruct = None
-    if fn.name not in emitted:
-        pstruct = param_struct(model.signatures[fn.name])
+@dataclass
+class _Emission:
+    """What of the file-wide, once-only C a threaded function's code carries: its own
+    parameter frame (unless a prototype or a caller emitted it), the frames of the
+    callees not emitted yet, and the layout symbols of the callees it is first to
+    refer to (`_layouts`). Decided for every function first, in file order, so that
+    the functions are then lowered in any order, in either process."""
+
+    own_struct: bool
+    callee_structs: list[str]
+    referred: list[str]
+
+
+def _emissions(model: Model, emitted: set[str]) -> list[_Emission]:
+    referred: set[str] = set()
+    out = []
+    for fn in model.functions:
+        own = fn.name not in emitted
         emitted.add(fn.name)
-    # callees declared in headers or defined later in this file: their frames first
-    callee_structs = []
-    for callee in model.used_callees.get(fn.name, []):
-        if callee not in emitted and callee in model.signatures:
-            callee_structs.append(param_struct(model.signatures[callee]))
-            emitted.add(callee)
+        # callees declared in headers or defined later in this file: their frames first
+        callees = []
+        for callee in model.used_callees.get(fn.name, []):
+            if callee not in emitted and callee in model.signatures:
+                callees.append(callee)
+                emitted.add(callee)
+        refs = []
+        for callee in model.used_callees.get(fn.name, []):
+            csig = model.signatures.get(callee)
+            if csig is None or csig.defined_here or csig.static or callee in referred:
+                continue
+            referred.add(callee)
+            refs.append(callee)
+        out.append(_Emission(own, callees, refs))
+    return out
+
+
+def _generate(model: Model, jobs: list[tuple[ThreadedFunction, _Emission]],
+              parallel_from: int) -> list[tuple[ThreadedFunction, GeneratedFunction]]:
+    """Every function's C, in `jobs`' order: in this process, or about half of it (by
+    size) in a forked child when that pays."""
+    sizes = [fn.node.end_byte - fn.node.start_byte for fn, _ in jobs]
+    if len(jobs) < 2 or sum(sizes) < parallel_from or _usable_cpus() < 2:
+        return [(fn, _function(model, fn, em)) for fn, em in jobs]
+    shares: tuple[list[int], list[int]] = ([], [])  # this process's, the child's
+    loads = [0, 0]
+    for k in sorted(range(len(jobs)), key=lambda k: -sizes[k]):  # each to the lighter
+        share = 0 if loads[0] <= loads[1] else 1
+        shares[share].append(k)
+        loads[share] += sizes[k]
+    mine, theirs = shares
+    try:
+        child = forked.Forked(lambda: [_detached(_function(model, *jobs[k])) for k in theirs])
+    except OSError:  # no fork: all of it here
+        mine, theirs = mine + theirs, []
+    done = {k: _function(model, *jobs[k]) for k in mine}
+    if theirs:
+        try:
+            for k, state in zip(theirs, child.result(), strict=True):
+                done[k] = GeneratedFunction(jobs[k][0], **state)  # type: ignore[arg-type]
+        except (forked.ChildError, forked.ChildRaised):
+            # the same code here: a bug then shows as any other of this process
+            for k in theirs:
+                done[k] = _function(model, *jobs[k])
+    return [(jobs[k][0], done[k]) for k in range(len(jobs))]
+
+
+def _detached(gen: GeneratedFunction) -> dict[str, object]:
+    """A GeneratedFunction without its ThreadedFunction (syntax nodes, which do not
+    pickle): the rest is text."""
+    return {f.name: getattr(gen, f.name) for f in fields(gen) if f.name != "fn"}
+
+
+def _usable_cpus() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def _function(model: Model, fn: ThreadedFunction, emission: _Emission) -> GeneratedFunction:
+    pstruct = param_struct(model.signatures[fn.name]) if emission.own_struct else None
+    callee_structs = [param_struct(model.signatures[c]) for c in emission.callee_structs]
     hoisted = hoisted_items(fn, model.index)
     moved = frozenset(n.start_byte for n in hoisted if n.type != "preproc_def" and
                       n.type != "preproc_function_def")
@@ -196,7 +275,7 @@ def _function(model: Model, fn: ThreadedFunction, emitted: set[str]) -> Generate
     return GeneratedFunction(fn, pstruct, _frame_struct(fn), protos, statics, threads,
                              callee_structs,
                              _user_main(model, fn) if fn.name == "MAIN" else None, types,
-                             shared_body=shared)
+                             _layouts(model, fn, emission.referred), shared)
 
 
 # SHARED_BODY: a thread function holds the code its entry reaches. When thread labels
