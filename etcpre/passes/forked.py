@@ -19,6 +19,14 @@ from typing import Generic, TypeVar
 T = TypeVar("T")
 
 
+def usable_cpus() -> int:
+    """The CPUs this process may run on: work split in two only pays with two."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
 class ChildError(Exception):
     """The child gave no result: killed by a signal (`signal_name`), or what it sent
     could not be read."""

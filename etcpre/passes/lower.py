@@ -23,7 +23,6 @@ byte for byte, so comments, layout and line numbers of the source survive.
 from __future__ import annotations
 
 import bisect
-import os
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field, fields
@@ -198,7 +197,7 @@ def _generate(model: Model, jobs: list[tuple[ThreadedFunction, _Emission]],
     """Every function's C, in `jobs`' order: in this process, or about half of it (by
     size) in a forked child when that pays."""
     sizes = [fn.node.end_byte - fn.node.start_byte for fn, _ in jobs]
-    if len(jobs) < 2 or sum(sizes) < parallel_from or _usable_cpus() < 2:
+    if len(jobs) < 2 or sum(sizes) < parallel_from or forked.usable_cpus() < 2:
         return [(fn, _function(model, fn, em)) for fn, em in jobs]
     shares: tuple[list[int], list[int]] = ([], [])  # this process's, the child's
     loads = [0, 0]
@@ -227,13 +226,6 @@ def _detached(gen: GeneratedFunction) -> dict[str, object]:
     """A GeneratedFunction without its ThreadedFunction (syntax nodes, which do not
     pickle): the rest is text."""
     return {f.name: getattr(gen, f.name) for f in fields(gen) if f.name != "fn"}
-
-
-def _usable_cpus() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        return os.cpu_count() or 1
 
 
 def _function(model: Model, fn: ThreadedFunction, emission: _Emission) -> GeneratedFunction:

@@ -28,7 +28,7 @@ PROGRAMS = sorted(SAMPLES.glob("*.tc")) + sorted((SAMPLES / "ebs").glob("*.tc"))
 
 def _c(tc: Path, monkeypatch: pytest.MonkeyPatch, parallel: bool) -> str:
     monkeypatch.setattr(lower, "PARALLEL_FROM_BYTES", 0 if parallel else 1 << 62)
-    monkeypatch.setattr(lower, "_usable_cpus", lambda: 2)
+    monkeypatch.setattr(forked, "usable_cpus", lambda: 2)
     # as regen.translate runs etcpre: -I inc in the golden folder, the file's own flags
     macros = tuple(f for f in regen.flags(tc) if f.startswith(("-D", "-U")))
     includes = (str(tc.parent / "inc"),) if tc.parent == regen.GOLDEN else ()
