@@ -175,19 +175,18 @@ def _emissions(model: Model, emitted: set[str]) -> list[_Emission]:
     for fn in model.functions:
         own = fn.name not in emitted
         emitted.add(fn.name)
-        # callees declared in headers or defined later in this file: their frames first
-        callees = []
-        for callee in model.used_callees.get(fn.name, []):
-            if callee not in emitted and callee in model.signatures:
-                callees.append(callee)
-                emitted.add(callee)
-        refs = []
+        callees, refs = [], []
         for callee in model.used_callees.get(fn.name, []):
             csig = model.signatures.get(callee)
-            if csig is None or csig.defined_here or csig.static or callee in referred:
+            if csig is None:
                 continue
-            referred.add(callee)
-            refs.append(callee)
+            # declared in a header or defined later in this file: its frame first
+            if callee not in emitted:
+                callees.append(callee)
+                emitted.add(callee)
+            if not (csig.defined_here or csig.static or callee in referred):
+                referred.add(callee)
+                refs.append(callee)
         out.append(_Emission(own, callees, refs))
     return out
 
