@@ -302,8 +302,8 @@ def stage_table(shapes: list[tuple[str, Path]], data: dict[str, dict[str, float]
             "Python's start-up, the imports, libclang on the runtime's header), in ms, "
             "beside cc's time on the output and the goal's budget of 5x cc. analyse and "
             "lower are Python walking every node of the tree. A *bare walk* is the least "
-            "a Python pass over the whole tree does: one pre-order walk reading every "
-            "node's type and nothing else.", "",
+            "a Python pass over the whole tree does: the passes' own pre-order walk "
+            "(`syntax.walk`) reading every node's type and nothing else.", "",
             *table(["shape", "fixed (command, empty program)", *names, "a bare walk",
                     "cc", "budget (5x cc)"], rows),
             "The fixed cost with analyse and lower alone: " + "; ".join(
