@@ -67,7 +67,7 @@ def bench(quick: bool) -> Section:
             e2, out2 = wall([etcrun, "-n", "2", prog, *args])
             if not (out_seq == out1 == out2):
                 raise BenchError(f"{name}: results differ: {out_seq!r} {out1!r} {out2!r}")
-            tp = pair_time(ref)
+            tp = two_at_once(ref)[0]
             t_seq.append(ts)
             t1.append(e1)
             t2.append(e2)
@@ -103,15 +103,17 @@ def bench(quick: bool) -> Section:
     return sec
 
 
-def pair_time(cmd: list[str]) -> float:
-    """Wall time of two copies of a program started at once."""
+def two_at_once(cmd: list[str]) -> tuple[float, list[str]]:
+    """Wall time and standard output of two copies of a program started at once."""
     t0 = time.perf_counter()
-    ps = [subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    ps = [subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
           for _ in range(2)]
+    outs = [p.communicate()[0] for p in ps]
+    elapsed = time.perf_counter() - t0
     for p in ps:
-        if p.wait() != 0:
+        if p.returncode != 0:
             raise BenchError(f"{' '.join(cmd)} failed (status {p.returncode})")
-    return time.perf_counter() - t0
+    return elapsed, outs
 
 
 def memory_bound(mm: dict[str, float], args: list[str]) -> list[str]:
@@ -122,8 +124,7 @@ def memory_bound(mm: dict[str, float], args: list[str]) -> list[str]:
     one, two = [], []
     for _ in range(5):
         one.append(float(run(cmd).stdout))
-        ps = [subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True) for _ in range(2)]
-        two.append(sum(float(p.communicate()[0]) for p in ps))
+        two.append(sum(float(out) for out in two_at_once(cmd)[1]))
     bw1, bw2 = median_of(one), median_of(two)
     n = int(args[0])
     reads = n ** 3 * 8 / mm["seq"] / 1e6  # B once per row of C, in MB/s
