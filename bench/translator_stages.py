@@ -1,6 +1,7 @@
 """Where etcpre's time goes: the median time of each pass of the translator on the
 generated programs of the translator benchmark (or on the .tc files given), in
-process. For profiling work; `make bench` does not run it.
+process. `make bench` runs its stages() and bare_walk() for the report's stage table
+(bench/translator.py); run alone, it prints them for profiling work.
 
 Usage: python bench/translator_stages.py [--repeat N] [FILE.tc ...]
 """
