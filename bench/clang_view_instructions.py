@@ -48,7 +48,7 @@ def run_collector(path: Path, runs: int) -> None:
 def instructions(path: Path, runs: int) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "callgrind.out"
-        env = dict(os.environ, LIBCLANG_NOTHREADS="1")  # as run_isolated's child
+        env = dict(os.environ, LIBCLANG_NOTHREADS="1")  # as in the clang child
         subprocess.run(["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}",
                         sys.executable, __file__, "--runs", str(runs), str(path)],
                        check=True, capture_output=True, env=env)

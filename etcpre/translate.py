@@ -13,13 +13,17 @@ import gc
 import re
 import sys
 import threading
+from typing import TYPE_CHECKING
 
 from etcpre.diagnostics import DiagnosticSink
 from etcpre.options import Options
-from etcpre.passes import analyse, clang_view, emit, lower, parse
-from etcpre.passes.emit import Emitted as Translation
+from etcpre.passes import clang_child, parse
 from etcpre.passes.text import Edit, WorkingText
 from etcpre.source import SourceFile
+
+if TYPE_CHECKING:
+    from etcpre.passes.emit import Emitted as Translation
+    from etcpre.passes.facts import Diag
 
 __all__ = ["Options", "Translation", "translate"]
 
@@ -79,8 +83,14 @@ def _translate(source: SourceFile, options: Options,
                sink: DiagnosticSink) -> Translation | None:
     working = WorkingText.of(source)
     tree = parse.tree(working)
+    clang = clang_child.start(working, tree.root_node, options)
+    # while the child works: load the passes after it, and index the tree they read
+    # (kept unless the text changes)
+    from etcpre.passes import analyse, emit, lower  # noqa: PLC0415 - see above
+
+    first, index = tree, analyse.node_index(tree.root_node)
     for _ in range(MAX_EXPANSION_ROUNDS):
-        facts = clang_view.gather(working, tree.root_node, options)
+        facts = clang.facts()
         if facts.fatal is not None:
             _fatal(source, working, facts.fatal, sink)
             return None
@@ -92,6 +102,7 @@ def _translate(source: SourceFile, options: Options,
             break
         working = working.edited(facts.expansions + blanks)
         tree = parse.tree(working)
+        clang = clang_child.start(working, tree.root_node, options)
     else:
         sink.error(source, working.origin(facts.expansions[0].start),
                    "macros nested too deeply for etcpre to see through them")
@@ -99,7 +110,7 @@ def _translate(source: SourceFile, options: Options,
     parsed = parse.parse(working, sink, tree)
     if sink.has_errors:
         return None
-    model = analyse.analyse(parsed, facts, sink)
+    model = analyse.analyse(parsed, facts, sink, index if tree is first else None)
     if sink.has_errors:
         return None
     return emit.emit(lower.lower(model))
@@ -183,7 +194,7 @@ def _ends_in_comment(line: bytes, in_comment: bool) -> bool:
     return in_comment
 
 
-def _fatal(source: SourceFile, working: WorkingText, fatal: clang_view.Diag,
+def _fatal(source: SourceFile, working: WorkingText, fatal: Diag,
            sink: DiagnosticSink) -> None:
     if fatal.path is None:
         sink.error(source, working.origin(fatal.offset), fatal.message)

@@ -17,14 +17,14 @@ if TYPE_CHECKING:
 def translate_file(path: str, options: Options, output: Path | None) -> Translation | None:
     """Translate `path`; diagnostics go to stderr, the C to `output` (stdout if None).
     Returns None when the file could not be read, translated or written."""
-    from etcpre.translate import translate  # noqa: PLC0415 - libclang loads only here
+    from etcpre.translate import translate  # noqa: PLC0415 - the passes load only here
 
     try:
         source = SourceFile.load(path)
     except SourceError as exc:
         sys.stderr.write(f"{exc}\n")
         return None
-    from etcpre.passes.cursor_walk import NotBuilt  # noqa: PLC0415 - as translate
+    from etcpre.passes.clang_child import NotBuilt  # noqa: PLC0415 - as translate
 
     sink = DiagnosticSink()
     try:

@@ -4,7 +4,7 @@ Builds a `Model`: the threaded functions with their frames (parameters, locals w
 scoping resolved, slots, thread labels, CALL sites, which code each entry reaches), the
 parameter lists of every threaded function in reach (this file and its headers, through
 libclang), and clang's facts about types and constants. Tree-sitter gives the structure
-and the byte ranges the lowering rewrites; libclang (`clang_view.Facts`) what the
+and the byte ranges the lowering rewrites; libclang (`facts.Facts`) what the
 preprocessor and the type system decide. The language's checks run on the model in
 `checks.py`; both report through the same sink, and later passes do not fail.
 """
@@ -19,7 +19,7 @@ import tree_sitter
 
 from etcpre.diagnostics import DiagnosticSink
 from etcpre.passes import reach
-from etcpre.passes.clang_view import Facts, Param, ThreadedDecl, Var
+from etcpre.passes.facts import Facts, Param, ThreadedDecl, Var
 from etcpre.passes.parse import ParseResult, language
 from etcpre.passes.primitives import CALL_PRIMITIVES, Kind
 from etcpre.passes.syntax import (
@@ -158,13 +158,19 @@ class Model:
         return self.facts.global_pointers
 
 
-def analyse(parsed: ParseResult, facts: Facts, sink: DiagnosticSink) -> Model:
+def node_index(root: Node) -> NodeIndex:
+    """The index of the tree the analysis reads (`analyse` makes it when not given)."""
+    return NodeIndex(root, INDEXED, frozenset({"compound_statement"}))
+
+
+def analyse(parsed: ParseResult, facts: Facts, sink: DiagnosticSink,
+            index: NodeIndex | None = None) -> Model:
     from etcpre.passes import checks  # noqa: PLC0415 - checks reads the Model defined here
 
     working = parsed.working
     root = parsed.root
     rep = Reporter(working, sink)
-    index = NodeIndex(root, INDEXED, frozenset({"compound_statement"}))
+    index = index if index is not None else node_index(root)
     defs = index.all("threaded_function_definition")
     protos = index.all("threaded_function_declaration")
     plain = index.all("function_definition")

@@ -2,7 +2,7 @@
 an error or a warning at its .tc line, before the C compiler or the linker sees it.
 
 Runs at the end of `analyse` on the model: tree-sitter gives the places, clang's facts
-(`clang_view.Facts`) the values of constant expressions, the types of arguments and the
+(`facts.Facts`) the values of constant expressions, the types of arguments and the
 diagnostics of calls (INVOKE/TOKEN/CALL arguments are type-checked by clang as a call of
 the callee; see clang_view).
 """
@@ -14,7 +14,7 @@ import difflib
 import re
 
 from etcpre.passes.analyse import Model, Reporter, ThreadedFunction, params_of
-from etcpre.passes.clang_view import Arg, Call
+from etcpre.passes.facts import Arg, Call
 from etcpre.passes.primitives import CALL_PRIMITIVES, PRIMITIVES, TRANSFER_TYPES, Kind, Primitive
 from etcpre.passes.syntax import Node, call_args, call_name, declarator_identifier, text, walk
 

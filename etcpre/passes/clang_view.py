@@ -17,7 +17,7 @@ What comes back (`Facts`) is plain data with offsets into the working text: whic
 branches are inactive, which macro uses the translator must see through (and their
 expansions), the types and values the analysis asks about, every threaded function
 declared in the file and its headers, and the diagnostics to forward. The parse runs
-through `libclang.run_isolated`, so a libclang crash is reported, never fatal.
+in the clang child (`clang_child`), so a libclang crash is reported, never fatal.
 """
 
 from __future__ import annotations
@@ -27,14 +27,15 @@ import os
 import re
 import shutil
 import subprocess
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import clang.cindex as ci
 import tree_sitter
 
 from etcpre.options import Options
-from etcpre.passes import cursor_walk, expand, initialise, libclang, syntax
+from etcpre.passes import clang_child, cursor_walk, expand, initialise, libclang, syntax
+from etcpre.passes.facts import Arg, Call, Diag, Facts, Param, Store, ThreadedDecl, Var
 from etcpre.passes.primitives import CALL_PRIMITIVES, PRIMITIVES, Kind, prelude_declarations
 from etcpre.passes.text import Edit, EditMap, WorkingText, apply
 
@@ -90,7 +91,7 @@ def fallback_include_dir() -> str:
 
 def clang_args(options: Options, source_dir: str) -> list[str]:
     # local headers are found next to the file that includes them, as cc does; nesting
-    # is limited by the stack (libclang.run_isolated), not by a bracket count
+    # is limited by the stack (clang_child), not by a bracket count
     args = ["-x", "c", "-std=gnu11", "-include", PRELUDE_NAME, "-ferror-limit=0",
             "-fbracket-depth=1000000", "-iquote", source_dir]
     builtin = builtin_include_dir()
@@ -99,113 +100,15 @@ def clang_args(options: Options, source_dir: str) -> list[str]:
     return args + options.cpp_args()
 
 
-# ---------------------------------------------------------------- facts
-
-
-@dataclass(frozen=True)
-class Diag:
-    """A clang diagnostic: in the main file when `path` is None (offset in the working
-    text), else in a header (offset in the header as written). `always`: forward it;
-    otherwise only when it lies in the arguments of a primitive, whose lowering hides
-    the types from cc."""
-
-    path: str | None
-    offset: int
-    error: bool
-    message: str
-    always: bool = True
-
-
-@dataclass(frozen=True)
-class Param:
-    name: str  # "" for an unnamed parameter of a prototype
-    text: str  # the declaration as written
-    type: str  # its (adjusted) type, spelled as in Threaded-C
-    canonical: str  # the same, canonical (compared across declarations)
-    layout: str  # what the parameter frame's layout depends on: "size.align.kind"
-    assignable: bool  # `=` can copy it: no const in it, at the top or in a member
-    top_const: bool  # const-qualified itself (the parameter frame drops that)
-    member_const: bool  # a member or element is const
-
-
-@dataclass(frozen=True)
-class ThreadedDecl:
-    """A THREADED function declared or defined in the file or a header it includes."""
-
-    name: str
-    params: tuple[Param, ...]
-    path: str | None  # None: the main file
-    offset: int  # of the name (working text for the main file)
-    line: int
-    definition: bool
-    static: bool
-
-
-@dataclass(frozen=True)
-class Arg:
-    """An argument of a call to a primitive, as clang sees it."""
-
-    constant: str  # "int", "float", "char" or "" (not a constant)
-    value: int | None
-    pointee: tuple[int, str, str] | None  # pointer argument: (size, kind, type), before
-    # the prelude's conversion; kind is "integer", "floating", "pointer" or "other"
-
-
-@dataclass(frozen=True)
-class Call:
-    callee: str
-    what: str  # "primitive", "threaded", "function", "undeclared", "other"
-    args: tuple[Arg, ...]
-
-
-@dataclass(frozen=True)
-class Store:
-    """One store of an in-place initialisation: `<variable><path> = <expression>`."""
-
-    path: str  # designator path ("", ".a", "[2].b", ...)
-    start: int  # the initialising expression in the working text
-    end: int
-    string: bool  # a string literal initialising a char array
-
-
-@dataclass(frozen=True)
-class Var:
-    """A variable declared in a threaded function (by its name's offset)."""
-
-    vla: bool
-    array_size: int | None  # size of `T a[] = {...}`
-    assignable: bool
-    stores: tuple[Store, ...] | None  # initialiser list as stores, None: not one
-    zero_first: bool  # the stores leave part of the object to zero
-
-
-@dataclass
-class Facts:
-    fatal: Diag | None = None
-    diagnostics: list[Diag] = field(default_factory=list)
-    skipped: list[tuple[int, int]] = field(default_factory=list)  # inactive #if code
-    expansions: list[Edit] = field(default_factory=list)  # macro uses to see through
-    expansion_errors: list[tuple[int, str]] = field(default_factory=list)
-    global_pointers: set[tuple[int, int]] = field(default_factory=set)
-    global_decays: set[tuple[int, int]] = field(default_factory=set)  # GLOBAL arrays
-    arrays: set[tuple[int, int]] = field(default_factory=set)  # expressions of array type
-    calls: dict[int, Call] = field(default_factory=dict)  # by callee name offset
-    vars: dict[int, Var] = field(default_factory=dict)  # by declared name offset
-    threaded: dict[str, list[ThreadedDecl]] = field(default_factory=dict)
-    # a threaded function's name: (offset, name, called like a C function)
-    threaded_uses: list[tuple[int, str, bool]] = field(default_factory=list)
-    functions: set[str] = field(default_factory=set)  # plain C functions declared
-
-
 def gather(working: WorkingText, root: tree_sitter.Node, options: Options) -> Facts:
-    """Facts about the working text, from libclang run in isolation."""
-    path = os.path.abspath(working.source.name)
-    args = clang_args(options, os.path.dirname(path) or ".")
-    cursor_walk.check()
-    try:
-        return libclang.run_isolated(lambda: _Collector(path, working.data, root, args).run())
-    except libclang.IsolatedError as exc:
-        return Facts(fatal=Diag(None, 0, True, f"{exc} while reading the file"))
+    """Facts about the working text, from libclang run in the clang child."""
+    return clang_child.start(working, root, options).facts()
+
+
+def collect(path: str, data: bytes, root: tree_sitter.Node, options: Options) -> Facts:
+    """In the clang child (`clang_child`): libclang's facts about the working text
+    `data` of the file at `path`."""
+    return _Collector(path, data, root, clang_args(options, os.path.dirname(path) or ".")).run()
 
 
 # ---------------------------------------------------------------- the view

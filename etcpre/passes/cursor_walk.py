@@ -18,6 +18,7 @@ from pathlib import Path
 
 import clang.cindex as ci
 
+from etcpre.passes.clang_child import NotBuilt
 from etcpre.passes.text import EditMap
 
 LIBRARY = Path(__file__).resolve().parents[2] / "build" / "native" / "libetc_cursor_walk.so"
@@ -31,10 +32,6 @@ GLOBAL_ARRAY = 1 << 4
 GLOBAL_OBJECT = 1 << 5
 IN_MAIN = 1 << 6
 WANTED = 1 << 7
-
-
-class NotBuilt(Exception):
-    """The C library is missing or unusable; the message is ready for the user."""
 
 
 class _File(ctypes.Structure):
@@ -171,6 +168,6 @@ def _library() -> ctypes.CDLL:
 
 
 def check() -> None:
-    """Raises NotBuilt when the library cannot be used (asked before the work is
-    forked, so that the message reaches the user as it is)."""
+    """Raises NotBuilt when the library cannot be used (asked first in the clang
+    child, which hands it back, so that the message reaches the user as it is)."""
     _library()

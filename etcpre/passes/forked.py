@@ -12,7 +12,6 @@ from __future__ import annotations
 import os
 import pickle
 import signal
-import traceback
 from collections.abc import Callable
 from typing import Generic, TypeVar
 
@@ -64,6 +63,8 @@ class Forked(Generic[T]):
                 value = runner(work) if runner is not None else work()
                 payload = pickle.dumps(("ok", value))
             except BaseException as exc:  # noqa: BLE001 - everything goes back to the parent
+                import traceback  # noqa: PLC0415 - only a failing child needs it
+
                 trace = "".join(traceback.format_exception(exc)[-6:])
                 payload = pickle.dumps(("error", f"{type(exc).__name__}: {exc}\n{trace}"))
                 status = 1

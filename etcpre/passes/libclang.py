@@ -1,4 +1,4 @@
-"""What etcpre needs from libclang beyond the Python binding, and a safe way to run it.
+"""What etcpre needs from libclang beyond the Python binding.
 
 The binding (`clang.cindex`, PyPI `libclang`) leaves out a few functions of the C API
 that decide what the translator must know: where a token of a macro argument was
@@ -6,28 +6,15 @@ written (`clang_getFileLocation`) and which preprocessor branches are inactive
 (`clang_getSkippedRanges`). They are bound here with ctypes (the value of a constant
 expression, `clang_Cursor_Evaluate`, is asked through `cursor_walk`).
 
-libclang parses recursively: deeply nested code exhausts the C stack of the thread it
-runs on and kills the process with SIGSEGV, which no Python handler can catch. So
-`run_isolated` runs the clang work in a forked child, on a thread with a large stack
-(virtual memory; only the pages used are touched); a crash of the child becomes an
-error message, never the death of etcpre.
+They are used in the clang child only (`clang_child`).
 """
 
 from __future__ import annotations
 
 import ctypes
-import os
-import threading
-from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any
 
 import clang.cindex as ci
-
-from etcpre.passes import forked
-
-T = TypeVar("T")
-
-PARSE_STACK_BYTES = 1 << 30  # enough for nesting far deeper than gcc's default accepts
 
 
 class _RangeList(ctypes.Structure):
@@ -175,54 +162,3 @@ def skipped_ranges(tu: ci.TranslationUnit, path: str) -> list[tuple[int, int]]:
                 for i in range(lst.contents.count)]
     finally:
         ci.conf.lib.clang_disposeSourceRangeList(lst)
-
-
-class IsolatedError(Exception):
-    """libclang crashed in the isolated child; the message is ready for the user."""
-
-
-class IsolatedBug(Exception):
-    """The isolated work raised: a bug of etcpre (the message holds the traceback)."""
-
-
-def run_isolated(work: Callable[[], T]) -> T:
-    """Run `work` in a forked child on a thread with a large stack; return its result.
-
-    The result must pickle. An exception in the child comes back as IsolatedBug with
-    its traceback; a child killed by a signal (a libclang crash) as IsolatedError."""
-    try:
-        return forked.Forked(work, _quiet, _in_big_thread).result()
-    except forked.ChildRaised as exc:
-        raise IsolatedBug(str(exc)) from None
-    except forked.ChildError as exc:
-        if exc.signal_name is not None:
-            raise IsolatedError(f"libclang crashed ({exc.signal_name})") from None
-        raise IsolatedError(f"libclang's results were lost ({exc})") from None
-
-
-def _quiet() -> None:
-    # libclang reports what it recovers from on stderr; the parent says what matters
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    os.dup2(devnull, 2)
-
-
-def _in_big_thread(work: Callable[[], T]) -> T:
-    # libclang would run the parse on a thread of its own with an 8 MiB stack; this
-    # makes it use ours
-    os.environ["LIBCLANG_NOTHREADS"] = "1"
-    box: list[T] = []
-    failure: list[BaseException] = []
-
-    def run() -> None:
-        try:
-            box.append(work())
-        except BaseException as exc:  # noqa: BLE001 - re-raised on the calling thread
-            failure.append(exc)
-
-    threading.stack_size(PARSE_STACK_BYTES)
-    thread = threading.Thread(target=run, name="etcpre-clang")
-    thread.start()
-    thread.join()
-    if failure:
-        raise failure[0]
-    return box[0]

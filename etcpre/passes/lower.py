@@ -35,7 +35,7 @@ from etcpre.passes.analyse import (
     ThreadedFunction,
     adjusted_declaration,
 )
-from etcpre.passes.clang_view import Store
+from etcpre.passes.facts import Store
 from etcpre.passes.primitives import CALL_PRIMITIVES, PRIMITIVES, VALUE_PRIMITIVES, Kind
 from etcpre.passes.reach import (
     BLOCKS,
