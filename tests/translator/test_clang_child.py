@@ -52,29 +52,31 @@ def test_etcpre_loads_libclang_only_in_its_child(tmp_path: Path) -> None:
     assert "etc_invoke" in (tmp_path / "p.c").read_text()
 
 
-def test_a_child_killed_by_a_signal_is_an_error_at_the_file(tmp_path: Path) -> None:
-    script = ("import os, signal, sys\nfrom etcpre.passes import clang_view\n"
-              "clang_view.collect = lambda *a: os.kill(os.getpid(), signal.SIGSEGV)\n"
-              "from etcpre.cli import etcpre_cmd\n"
-              "sys.exit(etcpre_cmd.main([sys.argv[1], '-o', sys.argv[2]]))\n")
-    proc = run_etcpre(script, tmp_path)
+MAIN = ("from etcpre.cli import etcpre_cmd\n"
+        "sys.exit(etcpre_cmd.main([sys.argv[1], '-o', sys.argv[2]]))\n")
+
+
+def assert_error_at_the_file(setup: str, message: str, tmp_path: Path) -> None:
+    """etcpre, after `setup` has run in its process, fails with `message` at the file's
+    first line: no traceback, no output file."""
+    proc = run_etcpre(setup + MAIN, tmp_path)
     assert proc.returncode == 1
-    assert proc.stderr.startswith(
-        f"{tmp_path / 'p.tc'}:1:1: error: libclang crashed (SIGSEGV) while reading the file"), \
-        proc.stderr
+    assert proc.stderr.startswith(f"{tmp_path / 'p.tc'}:1:1: error: {message}"), proc.stderr
     assert "Traceback" not in proc.stderr
     assert not (tmp_path / "p.c").exists()
 
 
+def test_a_child_killed_by_a_signal_is_an_error_at_the_file(tmp_path: Path) -> None:
+    assert_error_at_the_file(
+        "import os, signal, sys\nfrom etcpre.passes import clang_view\n"
+        "clang_view.collect = lambda *a: os.kill(os.getpid(), signal.SIGSEGV)\n",
+        "libclang crashed (SIGSEGV) while reading the file", tmp_path)
+
+
 def test_a_fork_that_fails_is_an_error_at_the_file(tmp_path: Path) -> None:
-    script = ("import errno, os, sys\n"
-              "def no_fork():\n    raise OSError(errno.EAGAIN, os.strerror(errno.EAGAIN))\n"
-              "os.fork = no_fork\n"
-              "from etcpre.cli import etcpre_cmd\n"
-              "sys.exit(etcpre_cmd.main([sys.argv[1], '-o', sys.argv[2]]))\n")
-    proc = run_etcpre(script, tmp_path)
-    assert proc.returncode == 1
-    assert proc.stderr.startswith(
-        f"{tmp_path / 'p.tc'}:1:1: error: cannot start the process that runs libclang: "
-        "Resource temporarily unavailable"), proc.stderr
-    assert "Traceback" not in proc.stderr
+    assert_error_at_the_file(
+        "import errno, os, sys\n"
+        "def no_fork():\n    raise OSError(errno.EAGAIN, os.strerror(errno.EAGAIN))\n"
+        "os.fork = no_fork\n",
+        "cannot start the process that runs libclang: Resource temporarily unavailable",
+        tmp_path)
