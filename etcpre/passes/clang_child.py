@@ -31,7 +31,6 @@ if TYPE_CHECKING:  # loaded while the child works: making their classes takes a 
 T = TypeVar("T")
 
 PARSE_STACK_BYTES = 1 << 30  # enough for nesting far deeper than gcc's default accepts
-SPLIT_FROM_BYTES = 32 << 10  # of function definitions: below, a second child costs more
 
 
 class NotBuilt(Exception):
@@ -48,86 +47,46 @@ class IsolatedBug(Exception):
 
 
 class Pending:
-    """The clang children at work; `facts()` waits for what they found."""
+    """The clang child at work; `facts()` waits for what it found."""
 
-    def __init__(self, runs: list[forked.Forked[Facts | NotBuilt]], failed: str = "") -> None:
-        self._runs = runs  # the first part's child (or the only one) first
-        self._failed = failed  # why a child could not be started
+    def __init__(self, run: forked.Forked[Facts | NotBuilt] | None, failed: str = "") -> None:
+        self._run = run
+        self._failed = failed  # why there is no child
 
     def facts(self) -> Facts:
-        """The facts, or Facts.fatal when libclang crashed or a child could not be
+        """The facts, or Facts.fatal when libclang crashed or the child could not be
         started. Raises NotBuilt (for the user) and IsolatedBug."""
         from etcpre.passes.facts import Diag, Facts  # noqa: PLC0415 - see the imports
 
-        values: list[Facts | NotBuilt] = []
-        crashed = ""
-        for run in self._runs:  # every child is waited for, whatever the others did
-            try:
-                values.append(result(run))
-            except IsolatedError as exc:
-                crashed = crashed or f"{exc} while reading the file"
-        if self._failed or crashed:
-            return Facts(fatal=Diag(None, 0, True, self._failed or crashed))
-        for value in values:
-            if isinstance(value, NotBuilt):
-                raise value
-        facts = values[0]
-        assert isinstance(facts, Facts)
-        if facts.fatal is None:
-            for later in values[1:]:
-                assert isinstance(later, Facts)
-                facts.absorb(later)
-        facts.settle()
-        return facts
+        if self._run is None:
+            return Facts(fatal=Diag(None, 0, True, self._failed))
+        try:
+            value = result(self._run)
+        except IsolatedError as exc:
+            return Facts(fatal=Diag(None, 0, True, f"{exc} while reading the file"))
+        if isinstance(value, NotBuilt):
+            raise value
+        return value
 
 
 def start(working: WorkingText, root: tree_sitter.Node, options: Options) -> Pending:
-    """Forks the child that gathers the clang view's facts about the working text; two
-    children, each walking half of the file's functions, when the file is big and two
-    CPUs are there."""
+    """Forks the child that gathers the clang view's facts about the working text."""
     path = os.path.abspath(working.source.name)
     data = working.data
 
-    def work(part: tuple[int, bool] | None) -> Callable[[], Facts | NotBuilt]:
-        def gather() -> Facts | NotBuilt:
-            from etcpre.passes import clang_view, cursor_walk  # noqa: PLC0415 - the child's
+    def work() -> Facts | NotBuilt:
+        from etcpre.passes import clang_view, cursor_walk  # noqa: PLC0415 - the child's only
 
-            try:
-                cursor_walk.check()
-            except NotBuilt as exc:
-                return exc  # the user's message, not a bug
-            return clang_view.collect(path, data, root, options, part)
-        return gather
+        try:
+            cursor_walk.check()
+        except NotBuilt as exc:
+            return exc  # the user's message, not a bug
+        return clang_view.collect(path, data, root, options)
 
-    cut = split_at(root)
-    runs: list[forked.Forked[Facts | NotBuilt]] = []
     try:
-        if cut is not None:
-            runs.append(fork(work((cut, True))))
-            runs.insert(0, fork(work((cut, False))))
-        else:
-            runs.append(fork(work(None)))
+        return Pending(fork(work))
     except OSError as exc:
-        return Pending(runs, f"cannot start the process that runs libclang: {exc.strerror or exc}")
-    return Pending(runs)
-
-
-def split_at(root: tree_sitter.Node) -> int | None:
-    """The start of the function definition that splits the file's definitions into two
-    parts nearest to equal bytes (the walk's work goes with them), when there are
-    SPLIT_FROM_BYTES of them and two usable CPUs; else None."""
-    defs = [c for c in root.children
-            if c.type in ("function_definition", "threaded_function_definition")]
-    total = sum(c.end_byte - c.start_byte for c in defs)
-    if total < SPLIT_FROM_BYTES or forked.usable_cpus() < 2:
-        return None
-    best: tuple[int, int] | None = None  # (distance from half the bytes, cut)
-    before = 0
-    for c in defs:
-        if before and (best is None or abs(2 * before - total) < best[0]):
-            best = (abs(2 * before - total), c.start_byte)
-        before += c.end_byte - c.start_byte
-    return best[1] if best is not None else None
+        return Pending(None, f"cannot start the process that runs libclang: {exc.strerror or exc}")
 
 
 def fork(work: Callable[[], T]) -> forked.Forked[T]:

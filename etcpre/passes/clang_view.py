@@ -105,14 +105,10 @@ def gather(working: WorkingText, root: tree_sitter.Node, options: Options) -> Fa
     return clang_child.start(working, root, options).facts()
 
 
-def collect(path: str, data: bytes, root: tree_sitter.Node, options: Options,
-            part: tuple[int, bool] | None = None) -> Facts:
+def collect(path: str, data: bytes, root: tree_sitter.Node, options: Options) -> Facts:
     """In the clang child (`clang_child`): libclang's facts about the working text
-    `data` of the file at `path`. With `part` (cut, later), only the top-level
-    declarations before the first function or variable of the file at offset `cut` or
-    after (later False: with the file-wide facts), or from it (later True)."""
-    args = clang_args(options, os.path.dirname(path) or ".")
-    return _Collector(path, data, root, args, part).run()
+    `data` of the file at `path`."""
+    return _Collector(path, data, root, clang_args(options, os.path.dirname(path) or ".")).run()
 
 
 # ---------------------------------------------------------------- the view
@@ -381,9 +377,8 @@ class _Collector:
     """Runs in the isolated child: parses the view and gathers Facts."""
 
     def __init__(self, path: str, data: bytes, root: tree_sitter.Node,
-                 args: list[str], part: tuple[int, bool] | None = None) -> None:
+                 args: list[str]) -> None:
         self.path = path
-        self.part = part  # see collect()
         self.data = data
         self.root = root
         self.args = args
@@ -558,10 +553,6 @@ class _Collector:
                 if sp is not None:
                     self.use_ranges[sp] = top
                     self.use_starts[sp[0]] = sp
-        if self.part is not None:  # this child's share: the declarations before, or from, ...
-            cut, later = self.part
-            boundary = self._boundary(tops, cut)  # ... the first one at `cut` or after
-            tops = tops[boundary:] if later else tops[:boundary]
         for top in tops:
             kind = top._kind_id
             if kind == _VAR_DECL and self.span(top) is not None:
@@ -579,21 +570,6 @@ class _Collector:
             if path is None and top.is_definition():
                 self._walk(top, top if threaded else None)
         self._expansions()
-
-    def _boundary(self, tops: list[ci.Cursor], cut: int) -> int:
-        """The index of the first function or variable of the main file that stands at
-        working offset `cut` or after it (the two children agree: they see one parse)."""
-        for k, top in enumerate(tops):
-            kind = top._kind_id
-            if kind == _VAR_DECL:
-                sp = self.span(top)
-                if sp is not None and sp[0] >= cut:
-                    return k
-            elif kind == _FUNCTION_DECL:
-                path, off = self.where(self.raw.location(top))
-                if path is None and off >= cut:
-                    return k
-        return len(tops)
 
     def _may_be_threaded(self, path: str | None) -> bool:
         """Only the main file and headers that say THREADED declare threaded
@@ -884,14 +860,18 @@ class _Collector:
     # -- macro uses the translator must see through
 
     def _expansions(self) -> None:
-        """Each needed macro use's expansion (Facts.settle keeps the outermost)."""
-        for s, e in self.needed:
+        """Edits replacing each outermost needed macro use by its expansion."""
+        last_end = -1
+        for s, e in sorted(self.needed):
+            if s < last_end:
+                continue  # inside an expansion made this round; seen again next round
+            last_end = e
             try:
                 text = self._expansion(self.use_ranges[(s, e)], s, e)
             except expand.ExpandError as exc:
-                self.facts.expanded[(s, e)] = str(exc)
+                self.facts.expansion_errors.append((s, str(exc)))
                 continue
-            self.facts.expanded[(s, e)] = Edit(s, e, text)
+            self.facts.expansions.append(Edit(s, e, text))
 
     def _expansion(self, use: ci.Cursor, start: int, end: int) -> bytes:
         definition = use.referenced

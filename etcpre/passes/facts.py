@@ -103,36 +103,3 @@ class Facts:
     # a threaded function's name: (offset, name, called like a C function)
     threaded_uses: list[tuple[int, str, bool]] = field(default_factory=list)
     functions: set[str] = field(default_factory=set)  # plain C functions declared
-    # each macro use a walk found needed, (start, end): its expansion or why there is
-    # none; `settle` makes the outermost `expansions` and `expansion_errors`
-    expanded: dict[tuple[int, int], Edit | str] = field(default_factory=dict)
-
-    def absorb(self, later: Facts) -> None:
-        """Adds what the clang child that walked the file's later part found (this one
-        walked the part before it, and has the facts of the whole file: diagnostics,
-        skipped code). The later part's entries come after this part's, as one walk
-        over the whole file would have put them."""
-        self.global_pointers |= later.global_pointers
-        self.global_decays |= later.global_decays
-        self.arrays |= later.arrays
-        self.calls.update(later.calls)
-        self.vars.update(later.vars)
-        for name, decls in later.threaded.items():
-            self.threaded.setdefault(name, []).extend(decls)
-        self.threaded_uses += later.threaded_uses
-        self.functions |= later.functions
-        self.expanded.update(later.expanded)
-
-    def settle(self) -> None:
-        """The outermost needed macro uses become `expansions` (or `expansion_errors`);
-        the uses inside them are seen again after the text is expanded."""
-        last_end = -1
-        for (start, end), got in sorted(self.expanded.items()):
-            if start < last_end:
-                continue
-            last_end = end
-            if isinstance(got, str):
-                self.expansion_errors.append((start, got))
-            else:
-                self.expansions.append(got)
-        self.expanded = {}
