@@ -38,10 +38,6 @@ class NotBuilt(Exception):
     user."""
 
 
-class IsolatedError(Exception):
-    """libclang crashed in the child; the message is ready for the user."""
-
-
 class IsolatedBug(Exception):
     """The work raised in the child: a bug of etcpre (the message holds the traceback)."""
 
@@ -54,23 +50,29 @@ class Pending:
         self._failed = failed  # why there is no child
 
     def facts(self) -> Facts:
-        """The facts, or Facts.fatal when libclang crashed or the child could not be
-        started. Raises NotBuilt (for the user) and IsolatedBug."""
+        """The facts, or Facts.fatal when libclang crashed (the child was killed by a
+        signal), its results were lost, or the child could not be started. Raises
+        NotBuilt (for the user) and IsolatedBug."""
         from etcpre.passes.facts import Diag, Facts  # noqa: PLC0415 - see the imports
 
         if self._run is None:
             return Facts(fatal=Diag(None, 0, True, self._failed))
         try:
-            value = result(self._run)
-        except IsolatedError as exc:
-            return Facts(fatal=Diag(None, 0, True, f"{exc} while reading the file"))
+            value = self._run.result()
+        except forked.ChildRaised as exc:
+            raise IsolatedBug(str(exc)) from None
+        except forked.ChildError as exc:
+            what = (f"libclang crashed ({exc.signal_name})" if exc.signal_name is not None
+                    else f"libclang's results were lost ({exc})")
+            return Facts(fatal=Diag(None, 0, True, f"{what} while reading the file"))
         if isinstance(value, NotBuilt):
             raise value
         return value
 
 
 def start(working: WorkingText, root: tree_sitter.Node, options: Options) -> Pending:
-    """Forks the child that gathers the clang view's facts about the working text."""
+    """Forks the child that gathers the clang view's facts about the working text, on a
+    thread with a large stack, its stderr silenced."""
     path = os.path.abspath(working.source.name)
     data = working.data
 
@@ -84,29 +86,9 @@ def start(working: WorkingText, root: tree_sitter.Node, options: Options) -> Pen
         return clang_view.collect(path, data, root, options)
 
     try:
-        return Pending(fork(work))
+        return Pending(forked.Forked(work, _quiet, _in_big_thread))
     except OSError as exc:
         return Pending(None, f"cannot start the process that runs libclang: {exc.strerror or exc}")
-
-
-def fork(work: Callable[[], T]) -> forked.Forked[T]:
-    """`work` in a forked child on a thread with a large stack, its stderr silenced.
-    Raises OSError when the fork fails."""
-    return forked.Forked(work, _quiet, _in_big_thread)
-
-
-def result(run: forked.Forked[T]) -> T:
-    """What the child returned (it must pickle). An exception in the child comes back
-    as IsolatedBug with its traceback; a child killed by a signal (a libclang crash)
-    as IsolatedError."""
-    try:
-        return run.result()
-    except forked.ChildRaised as exc:
-        raise IsolatedBug(str(exc)) from None
-    except forked.ChildError as exc:
-        if exc.signal_name is not None:
-            raise IsolatedError(f"libclang crashed ({exc.signal_name})") from None
-        raise IsolatedError(f"libclang's results were lost ({exc})") from None
 
 
 def _quiet() -> None:
