@@ -254,7 +254,8 @@ def _function(model: Model, fn: ThreadedFunction, emission: _Emission) -> Genera
                             f"{{ {body_name}(_fp, {i}); }}"))
     else:
         # where a renderer must look inside: a mark, or a block whose items it may drop
-        walked = _Marks(sorted({*marks.points, *fn.reach.block_starts}), marks.indexed)
+        walked = _Marks(sorted({*marks.points, *fn.reach.block_starts}), marks.indexed,
+                        sorted({*marks.structural, *fn.reach.block_starts}))
         for e in entries:
             r = _Renderer(model, fn, e, walked, moved, fn.reach)
             param = "_etc_vpp" if e == "0" else "_etc_v"
@@ -556,20 +557,25 @@ class _Marks:
 
     points: list[int]  # start bytes of the nodes that may need rewriting, sorted
     indexed: frozenset[tuple[int, int]]  # operands of [] and unary * (ranges)
+    # the points other than plain references to locals (those are most of them): a
+    # subtree holding none of these is rendered by replacing its references in the text
+    structural: list[int]
 
 
 def _marks(model: Model, fn: ThreadedFunction | None, scope: Node,
            hoisted: frozenset[int]) -> _Marks:
     """Where under `scope` something may need rewriting (once per function: every
     entry's renderer shares it)."""
-    marks = set()
+    refs: set[int] = set()
+    marks = set()  # the structural points
     indexed = set()
     facts = model.facts
     nodes: Iterable[Node]
     if model.index.has(scope):  # a body: only the node types that may be rewritten,
         nodes = model.index.within(scope, *MARKED_TYPES)
         if fn is not None:  # and the nodes starting where a local or a type is
-            marks = {k for k in (*hoisted, *fn.refs) if scope.start_byte <= k < scope.end_byte}
+            refs = {k for k in fn.refs if scope.start_byte <= k < scope.end_byte}
+            marks = {k for k in hoisted if scope.start_byte <= k < scope.end_byte}
         # where a value primitive may be named (a superset: in a comment or a string,
         # a mark only makes the renderer look there)
         marks.update(m.start() for m in _VALUE_NAME.finditer(
@@ -587,7 +593,7 @@ def _marks(model: Model, fn: ThreadedFunction | None, scope: Node,
         t = node.type
         special = False
         span = (node.start_byte, node.end_byte)
-        if fn is not None and (node.start_byte in hoisted or node.start_byte in fn.refs or
+        if fn is not None and (node.start_byte in hoisted or
                                t in ("declaration", "thread_label", "sync_slots_declaration")):
             special = True
         elif t == "identifier":
@@ -601,7 +607,7 @@ def _marks(model: Model, fn: ThreadedFunction | None, scope: Node,
             special = True
         if special:
             marks.add(node.start_byte)
-    return _Marks(sorted(marks), frozenset(indexed))
+    return _Marks(sorted(marks | refs), frozenset(indexed), sorted(marks))
 
 
 class _Renderer:
@@ -621,6 +627,7 @@ class _Renderer:
         self.call_index = {c.start_byte: i + 1 for i, c in enumerate(fn.calls)} if fn else {}
         self.hoisted = hoisted  # where the types hoisted_items() moves to file scope start
         self._marks = marks.points
+        self._structural = marks.structural
         self._indexed = marks.indexed
         self.data = model.working.data
         self._ascii = model.ascii_only
@@ -653,12 +660,46 @@ class _Renderer:
         if not node.is_named or not self._has_marks(node):
             out.copy_node(node.start_byte, node.end_byte)
             return
+        if self._references_only(node):
+            self._references_into(node.start_byte, node.end_byte, out)
+            return
         special = self._special(node, parent)
         if special is not None:
             out.add(generated(node.start_byte))
             out.add(special)
             return
         self._children_into(node, out)
+
+    def _references_only(self, node: Node) -> bool:
+        """Is every rewrite in this subtree a reference to a local (no structural
+        point), in ASCII (where a reference's length is its name's)?"""
+        if self.fn is None:
+            return False
+        points = self._structural
+        start, end = node.start_byte, node.end_byte
+        i = bisect.bisect_left(points, start)
+        if i < len(points) and points[i] < end:
+            return False
+        return self._ascii or self.data[start:end].isascii()
+
+    def _references_into(self, start: int, end: int, out: _Out) -> None:
+        """start..end with each reference to a local rewritten as _special() would,
+        without walking the nodes between them."""
+        assert self.fn is not None
+        refs = self.fn.refs
+        points = self._marks
+        pos = start
+        for k in range(bisect.bisect_left(points, start), len(points)):
+            at = points[k]
+            if at >= end:
+                break
+            loc = refs[at]
+            if loc.in_block:
+                continue
+            out.copy(pos, at)
+            out.add(generated(at) + (loc.field if loc.is_static else f"_fp->{loc.field}"))
+            pos = at + len(loc.name)
+        out.copy(pos, end)
 
     def _children_into(self, node: Node, out: _Out) -> None:
         # slices of the whole text (_Out.copy): node.text would copy the subtree again
