@@ -84,11 +84,13 @@ def _translate(source: SourceFile, options: Options,
     working = WorkingText.of(source)
     tree = parse.tree(working)
     clang = clang_child.start(working, tree.root_node, options)
-    # while the child works: load the passes after it, and index the tree they read
-    # (kept unless the text changes)
+    # while the child works: load the passes after it, and do what of the analysis
+    # needs no facts (kept unless the text changes; a tree with syntax errors is
+    # reported, not analysed)
     from etcpre.passes import analyse, emit, lower  # noqa: PLC0415 - see above
 
-    first, index = tree, analyse.node_index(tree.root_node)
+    first = tree
+    prepared = None if tree.root_node.has_error else analyse.prepare(working, tree.root_node)
     for _ in range(MAX_EXPANSION_ROUNDS):
         facts = clang.facts()
         if facts.fatal is not None:
@@ -110,7 +112,7 @@ def _translate(source: SourceFile, options: Options,
     parsed = parse.parse(working, sink, tree)
     if sink.has_errors:
         return None
-    model = analyse.analyse(parsed, facts, sink, index if tree is first else None)
+    model = analyse.analyse(parsed, facts, sink, prepared if tree is first else None)
     if sink.has_errors:
         return None
     return emit.emit(lower.lower(model))

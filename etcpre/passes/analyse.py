@@ -19,7 +19,7 @@ import tree_sitter
 
 from etcpre.diagnostics import DiagnosticSink
 from etcpre.passes import reach
-from etcpre.passes.facts import Facts, Param, ThreadedDecl, Var
+from etcpre.passes.facts import Facts, Param, Var
 from etcpre.passes.parse import ParseResult, language
 from etcpre.passes.primitives import CALL_PRIMITIVES, Kind
 from etcpre.passes.syntax import (
@@ -121,15 +121,14 @@ class ThreadedFunction:
     refs: dict[int, Local] = field(default_factory=dict)  # identifier start -> Local
     ends_with: str | None = None
     reach: reach.Reach | None = None
+    declarations: set[int] = field(default_factory=set)  # ids of those of its locals
 
     @property
     def frame_fields(self) -> list[Local]:
         return self.params + self.locals
 
     def entries(self) -> reach.Entries:
-        declared = frozenset(loc.declaration.id for loc in self.locals + self.statics +
-                             self.block_locals)
-        return reach.Entries(self.body, self.labels, self.calls, declared)
+        return reach.Entries(self.body, self.labels, self.calls, frozenset(self.declarations))
 
 
 @dataclass
@@ -163,22 +162,51 @@ def node_index(root: Node) -> NodeIndex:
     return NodeIndex(root, INDEXED, frozenset({"compound_statement"}))
 
 
+@dataclass
+class Prepared:
+    """What the analysis finds without clang's facts (the index, each function's scopes,
+    labels and reachability), done while the clang child works; `analyse` completes it
+    once the facts are there."""
+
+    root: Node
+    index: NodeIndex
+    builders: list[_Builder]
+    found: DiagnosticSink  # what it reported, handed on by `analyse`
+
+
+def prepare(working: WorkingText, root: Node) -> Prepared:
+    """The part of the analysis that needs the syntax tree alone."""
+    index = node_index(root)
+    found = DiagnosticSink()
+    rep = Reporter(working, found)
+    builders = [_walk(working, d, rep, index) for d in index.all("threaded_function_definition")]
+    for b in builders:
+        b.fn.reach = reach.analyse(b.fn.entries())
+    return Prepared(root, index, builders, found)
+
+
 def analyse(parsed: ParseResult, facts: Facts, sink: DiagnosticSink,
-            index: NodeIndex | None = None) -> Model:
+            prepared: Prepared | None = None) -> Model:
+    """The model of the parsed program; `prepared` (by `prepare`, of the same tree) is
+    used up."""
     from etcpre.passes import checks  # noqa: PLC0415 - checks reads the Model defined here
 
     working = parsed.working
     root = parsed.root
+    if prepared is None or prepared.root != root:
+        prepared = prepare(working, root)
     rep = Reporter(working, sink)
-    index = index if index is not None else node_index(root)
+    index = prepared.index
     defs = index.all("threaded_function_definition")
     protos = index.all("threaded_function_declaration")
     plain = index.all("function_definition")
     signatures = _signatures(defs, protos, facts, rep)
-    functions = [_function(working, d, facts, rep, index) for d in defs]
-    for fn in functions:
-        signatures[fn.name].ends_with = fn.ends_with
-        fn.reach = reach.analyse(fn.entries())
+    sink.diagnostics.extend(prepared.found.diagnostics)
+    functions = []
+    for b in prepared.builders:
+        b.bind(facts, rep)
+        signatures[b.fn.name].ends_with = b.fn.ends_with
+        functions.append(b.fn)
     model = Model(working, root, facts, functions, protos, signatures, plain, {},
                   facts.skipped, index)
     checks.check(model, rep)
@@ -341,17 +369,21 @@ class _Scopes:
 
 
 class _Builder:
-    """Walks one threaded function body: locals, references, labels, slots."""
+    """Walks one threaded function body: locals, references, labels, slots. What
+    depends on clang's facts (a VLA stays a C local and takes no frame field, the
+    number of slots, the parameters' types) is recorded and decided by `bind`."""
 
-    def __init__(self, working: WorkingText, fn: ThreadedFunction, facts: Facts,
-                 rep: Reporter) -> None:
+    def __init__(self, working: WorkingText, fn: ThreadedFunction, rep: Reporter) -> None:
         self.working = working
         self.fn = fn
-        self.facts = facts
         self.rep = rep
         self.scopes = _Scopes()
         self.taken: set[str] = set(RESERVED_FIELDS)
         self.static_names: set[str] = set()
+        self.param_positions: list[tuple[int, Local]] = []  # (position, parameter)
+        # per declaration of locals: its declarators' identifiers (where clang's facts
+        # are), and its locals with their identifiers
+        self.declared: list[tuple[list[int], list[tuple[Local, int]]]] = []
 
     def field_name(self, name: str) -> str:
         cand = name
@@ -372,18 +404,45 @@ class _Builder:
         self.static_names.add(cand)
         return cand
 
-    def params(self, decl: ThreadedDecl | None) -> None:
-        clang_params = list(decl.params) if decl is not None else []
+    def params(self) -> None:
         for k, p in enumerate(params_of(self.fn.node)):
             d = p.child_by_field_name("declarator")
             ident = declarator_identifier(d) if d is not None else None
             if ident is None or d is None:
                 continue
             name = text(ident)
-            local = Local(name, self.field_name(name), p, d, is_param=True,
-                          param=clang_params[k] if k < len(clang_params) else None)
+            local = Local(name, self.field_name(name), p, d, is_param=True)
+            self.param_positions.append((k, local))
             self.fn.params.append(local)
             self.scopes.declare(local)
+
+    def bind(self, facts: Facts, rep: Reporter) -> None:
+        """Completes the function with clang's facts: parameters' types, each local a
+        frame field (named in declaration order, after the parameters) or, declared
+        with a VLA, a C local of its block, and the number of slots (reported to
+        `rep`)."""
+        fn = self.fn
+        self.rep = rep
+        decl = next((d for d in facts.threaded.get(fn.name, [])
+                     if d.path is None and d.definition), None)
+        clang_params = list(decl.params) if decl is not None else []
+        for k, local in self.param_positions:
+            local.param = clang_params[k] if k < len(clang_params) else None
+        for idents, locals_ in self.declared:
+            # a declaration with a VLA stays a C declaration of its block, whole
+            in_block = any(v is not None and v.vla for v in map(facts.vars.get, idents))
+            for local, ident in locals_:
+                local.var = facts.vars.get(ident)
+                if local.is_static:
+                    continue
+                if in_block:
+                    local.in_block = True
+                    fn.block_locals.append(local)
+                else:
+                    local.field = self.field_name(local.name)
+                    fn.locals.append(local)
+        if fn.slots_decl is not None:
+            self._slot_count(fn.slots_decl, facts)
 
     def walk_body(self) -> None:
         self._visit_now(self.fn.body)
@@ -434,10 +493,9 @@ class _Builder:
         and array sizes visited before the name is (each subtree with its own
         iterative walk)."""
         storage_ = {text(c) for c in node.children if c.type == "storage_class_specifier"}
-        # a declaration with a VLA stays a C declaration of its block, whole
-        in_block = any(v is not None and v.vla for v in (
-            self.facts.vars.get(i.start_byte) for d in node.children_by_field_name("declarator")
-            for i in [declarator_identifier(d)] if i is not None))
+        idents = [i.start_byte for d in node.children_by_field_name("declarator")
+                  for i in [declarator_identifier(d)] if i is not None]
+        locals_: list[tuple[Local, int]] = []
         later: list[Node] = []
         for c in node.children:
             if c.type == "enum_specifier":  # its enumerators are names in this scope
@@ -460,20 +518,19 @@ class _Builder:
                 if init is not None:
                     self._visit_now(init)
                 continue
-            var = self.facts.vars.get(ident.start_byte)
             if "static" in storage_:
                 local = Local(name, self.static_name(name), node, target, init,
-                              is_static=True, var=var)
+                              is_static=True)
                 self.fn.statics.append(local)
-            elif in_block:
-                local = Local(name, name, node, target, init, in_block=True, var=var)
-                self.fn.block_locals.append(local)
-            else:
-                local = Local(name, self.field_name(name), node, target, init, var=var)
-                self.fn.locals.append(local)
+            else:  # a frame field or a C local of its block: bind() says
+                local = Local(name, name, node, target, init)
+            locals_.append((local, ident.start_byte))
             self.scopes.declare(local)
             if init is not None:
                 self._visit_now(init)
+        if locals_:
+            self.declared.append((idents, locals_))
+            self.fn.declarations.add(node.id)
         for c in later:
             self._visit_now(c)
 
@@ -523,9 +580,11 @@ class _Builder:
             self.rep.error(node.start_byte, "SYNC_SLOTS declared twice in one threaded function")
             return
         self.fn.slots_decl = node
+
+    def _slot_count(self, node: Node, facts: Facts) -> None:
         size = node.child_by_field_name("size")
         slots_name = next((c for c in node.children if c.type == "SYNC_SLOTS"), None)
-        var = self.facts.vars.get(slots_name.start_byte) if slots_name is not None else None
+        var = facts.vars.get(slots_name.start_byte) if slots_name is not None else None
         shown = text(size) if size is not None else "?"
         if var is None or var.array_size is None or var.vla:
             self.rep.error(size.start_byte if size is not None else node.start_byte,
@@ -539,17 +598,15 @@ class _Builder:
         self.fn.nslots = var.array_size
 
 
-def _function(working: WorkingText, node: Node, facts: Facts, rep: Reporter,
-              index: NodeIndex) -> ThreadedFunction:
+def _walk(working: WorkingText, node: Node, rep: Reporter, index: NodeIndex) -> _Builder:
+    """A threaded function's walk, before clang's facts."""
     name_node = node.child_by_field_name("name")
     body = node.child_by_field_name("body")
     assert name_node is not None and body is not None
     name = text(name_node)
     fn = ThreadedFunction(name, node, body, static=storage(node) == "static")
-    decl = next((d for d in facts.threaded.get(name, [])
-                 if d.path is None and d.definition), None)
-    b = _Builder(working, fn, facts, rep)
-    b.params(decl)
+    b = _Builder(working, fn, rep)
+    b.params()
     b.walk_body()
     enders: set[str] = set()
     for c in index.within(body, "call_expression"):
@@ -565,7 +622,7 @@ def _function(working: WorkingText, node: Node, facts: Facts, rep: Reporter,
                   f"threaded function '{fn.name}' uses both END_FUNCTION() and RETURN(): "
                   "a function started by INVOKE/TOKEN ends with END_FUNCTION(), one "
                   "started by CALL ends with RETURN()")
-    return fn
+    return b
 
 
 def primitive_calls(root: Node) -> list[Node]:
