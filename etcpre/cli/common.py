@@ -8,6 +8,7 @@ import os
 import re
 import sys
 from collections.abc import Callable
+from typing import NoReturn
 
 from etcpre import __version__
 
@@ -100,6 +101,18 @@ def _silence_stdout() -> None:
     except OSError:
         pass
     sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - lives until exit
+
+
+def leave(rc: int) -> NoReturn:
+    """Ends a command whose work is done: its output flushed, without Python's
+    teardown, which would free the translation's objects one by one (15 ms of a
+    5,000-line file's etcpre run)."""
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        rc = rc or 1  # what was said is lost: not a success
+    os._exit(rc)
 
 
 def run_main(prog: str, body: Callable[[list[str]], int], argv: list[str] | None = None) -> int:

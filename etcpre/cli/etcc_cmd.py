@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 
 from etcpre import toolchain
 from etcpre.cli import ccdiag
-from etcpre.cli.common import run_main, version_text
+from etcpre.cli.common import leave, run_main, version_text
 from etcpre.cli.translation import translate_file
 from etcpre.options import Options as TranslateOptions
 
@@ -431,7 +431,10 @@ def _body(argv: list[str]) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    return run_main("etcc", _body, argv)
+    rc = run_main("etcc", _body, argv)
+    if argv is None:  # the command itself (a caller passing argv goes on)
+        leave(rc)
+    return rc
 
 
 if __name__ == "__main__":

@@ -7,7 +7,7 @@ import re
 import sys
 from pathlib import Path
 
-from etcpre.cli.common import ArgParser, run_main
+from etcpre.cli.common import ArgParser, leave, run_main
 from etcpre.cli.translation import translate_file
 from etcpre.diagnostics import DiagnosticSink
 from etcpre.options import Options
@@ -86,7 +86,10 @@ def format_sexp(sexp: str) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    return run_main("etcpre", _body, argv)
+    rc = run_main("etcpre", _body, argv)
+    if argv is None:  # the command itself (a caller passing argv goes on)
+        leave(rc)
+    return rc
 
 
 if __name__ == "__main__":
