@@ -19,6 +19,7 @@ from etcpre.diagnostics import DiagnosticSink
 from etcpre.options import Options
 from etcpre.passes import clang_child, parse
 from etcpre.passes.text import Edit, WorkingText
+from etcpre.passes.view_edits import view_edits
 from etcpre.source import SourceFile
 
 if TYPE_CHECKING:
@@ -82,8 +83,9 @@ def translate(source: SourceFile, options: Options,
 def _translate(source: SourceFile, options: Options,
                sink: DiagnosticSink) -> Translation | None:
     working = WorkingText.of(source)
+    clang = clang_child.start(working, options)  # it loads libclang meanwhile
     tree = parse.tree(working)
-    clang = clang_child.start(working, tree.root_node, options)
+    clang.show(view_edits(tree.root_node))
     # while the child works: load the passes after it, and do what of the analysis
     # needs no facts (kept unless the text changes; a tree with syntax errors is
     # reported, not analysed)
@@ -103,8 +105,9 @@ def _translate(source: SourceFile, options: Options,
                 tree = parse.tree(working)
             break
         working = working.edited(facts.expansions + blanks)
+        clang = clang_child.start(working, options)
         tree = parse.tree(working)
-        clang = clang_child.start(working, tree.root_node, options)
+        clang.show(view_edits(tree.root_node))
     else:
         sink.error(source, working.origin(facts.expansions[0].start),
                    "macros nested too deeply for etcpre to see through them")

@@ -1,5 +1,5 @@
-"""The clang view's child: libclang reads the file in a forked process, started as soon
-as the syntax tree is there.
+"""The clang view's child: libclang reads the file in a forked process, started before
+anything else of the translation.
 
 libclang parses recursively: deeply nested code exhausts the C stack of the thread it
 runs on and kills the process with SIGSEGV, which no Python handler can catch. So the
@@ -7,9 +7,11 @@ clang work runs in a forked child, on a thread with a large stack (virtual memor
 the pages used are touched); a crash of the child becomes an error message, never the
 death of etcpre.
 
-The child loads libclang, the clang view and the cursor walk itself. This process never
-imports them: it goes on (loading the passes after the clang view, indexing the tree)
-while the child works, and only the facts come back.
+The child loads libclang, the clang view and the cursor walk itself while this
+process parses the file and finds the rewrites libclang's view needs (`view_edits`),
+which it then sends (`Pending.show`). This process never imports libclang: it goes on
+(loading the passes after the clang view, the analysis that needs no facts) while the
+child works, and only the facts come back.
 """
 
 from __future__ import annotations
@@ -22,11 +24,9 @@ from typing import TYPE_CHECKING, TypeVar
 from etcpre.passes import forked
 
 if TYPE_CHECKING:  # loaded while the child works: making their classes takes a while
-    import tree_sitter
-
     from etcpre.options import Options
     from etcpre.passes.facts import Facts
-    from etcpre.passes.text import WorkingText
+    from etcpre.passes.text import Edit, WorkingText
 
 T = TypeVar("T")
 
@@ -45,9 +45,18 @@ class IsolatedBug(Exception):
 class Pending:
     """The clang child at work; `facts()` waits for what it found."""
 
-    def __init__(self, run: forked.Forked[Facts | NotBuilt] | None, failed: str = "") -> None:
+    def __init__(self, run: forked.Forked[Facts | NotBuilt] | None,
+                 inbox: forked.Inbox | None = None, failed: str = "") -> None:
         self._run = run
+        self._inbox = inbox
         self._failed = failed  # why there is no child
+
+    def show(self, edits: list[Edit]) -> None:
+        """Sends the child the rewrites of libclang's view (`view_edits` of the working
+        text's tree), which it waits for before parsing."""
+        if self._inbox is not None:
+            self._inbox.send(edits)
+            self._inbox = None
 
     def facts(self) -> Facts:
         """The facts, or Facts.fatal when libclang crashed (the child was killed by a
@@ -57,6 +66,8 @@ class Pending:
 
         if self._run is None:
             return Facts(fatal=Diag(None, 0, True, self._failed))
+        if self._inbox is not None:  # not shown: the child ends (a bug of the caller)
+            self._inbox.close()
         try:
             value = self._run.result()
         except forked.ChildRaised as exc:
@@ -70,11 +81,13 @@ class Pending:
         return value
 
 
-def start(working: WorkingText, root: tree_sitter.Node, options: Options) -> Pending:
+def start(working: WorkingText, options: Options) -> Pending:
     """Forks the child that gathers the clang view's facts about the working text, on a
-    thread with a large stack, its stderr silenced."""
+    thread with a large stack, its stderr silenced. It loads libclang, then waits for
+    `Pending.show`."""
     path = os.path.abspath(working.source.name)
     data = working.data
+    inbox = forked.Inbox()
 
     def work() -> Facts | NotBuilt:
         from etcpre.passes import clang_view, cursor_walk  # noqa: PLC0415 - the child's only
@@ -83,12 +96,15 @@ def start(working: WorkingText, root: tree_sitter.Node, options: Options) -> Pen
             cursor_walk.check()
         except NotBuilt as exc:
             return exc  # the user's message, not a bug
-        return clang_view.collect(path, data, root, options)
+        args = clang_view.clang_args(options, os.path.dirname(path) or ".")
+        edits: list[Edit] = inbox.receive()  # type: ignore[assignment]
+        return clang_view.collect(path, data, edits, args)
 
     try:
-        return Pending(forked.Forked(work, _quiet, _in_big_thread))
+        return Pending(forked.Forked(work, _quiet, _in_big_thread, inbox), inbox)
     except OSError as exc:
-        return Pending(None, f"cannot start the process that runs libclang: {exc.strerror or exc}")
+        return Pending(None, failed="cannot start the process that runs libclang: "
+                                    f"{exc.strerror or exc}")
 
 
 def _quiet() -> None:

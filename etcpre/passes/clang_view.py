@@ -34,13 +34,13 @@ import clang.cindex as ci
 import tree_sitter
 
 from etcpre.options import Options
-from etcpre.passes import clang_child, cursor_walk, expand, initialise, libclang, syntax
+from etcpre.passes import clang_child, cursor_walk, expand, initialise, libclang
 from etcpre.passes.facts import Arg, Call, Diag, Facts, Param, Store, ThreadedDecl, Var
-from etcpre.passes.primitives import CALL_PRIMITIVES, PRIMITIVES, Kind, prelude_declarations
+from etcpre.passes.primitives import PRIMITIVES, prelude_declarations
 from etcpre.passes.text import Edit, EditMap, WorkingText, apply
+from etcpre.passes.view_edits import view_edits
 
 GLOBAL_ADDRESS_SPACE = 77
-_MARK = b"__etc_g "
 PRELUDE_NAME = "/__etc__/etc_analysis_prelude.h"
 
 # What clang sees before the file (never compiled into the program).
@@ -54,7 +54,6 @@ double etc_time(void), etc_time_raw(void), ct_read(void);
 void etc_delay(double seconds);
 {prelude_declarations()}"""
 
-_START = frozenset(n for n, p in CALL_PRIMITIVES.items() if p.kind is Kind.START)
 # the analysis says these better (argument counts, undeclared names)
 _NOT_FORWARDED = re.compile(r"too (many|few) arguments|undeclared|implicit")
 
@@ -101,130 +100,18 @@ def clang_args(options: Options, source_dir: str) -> list[str]:
 
 
 def gather(working: WorkingText, root: tree_sitter.Node, options: Options) -> Facts:
-    """Facts about the working text, from libclang run in the clang child."""
-    return clang_child.start(working, root, options).facts()
+    """Facts about the working text (whose tree is `root`), from libclang run in the
+    clang child."""
+    pending = clang_child.start(working, options)
+    pending.show(view_edits(root))
+    return pending.facts()
 
 
-def collect(path: str, data: bytes, root: tree_sitter.Node, options: Options) -> Facts:
+def collect(path: str, data: bytes, edits: list[Edit], args: list[str]) -> Facts:
     """In the clang child (`clang_child`): libclang's facts about the working text
-    `data` of the file at `path`."""
-    return _Collector(path, data, root, clang_args(options, os.path.dirname(path) or ".")).run()
-
-
-# ---------------------------------------------------------------- the view
-
-
-def view_edits(root: tree_sitter.Node) -> list[Edit]:
-    """The rewrites that make a text libclang's view (see the module docstring)."""
-    qualifiers, starts = _view_nodes(root)
-    edits = _global_edits(qualifiers)
-    for call, _ in starts:
-        edits += _start_edits(call)
-    return edits + _forward_prototypes(root, edits, starts)
-
-
-def _view_nodes(root: tree_sitter.Node) \
-        -> tuple[list[tree_sitter.Node], list[tuple[tree_sitter.Node, tree_sitter.Node]]]:
-    """The `GLOBAL` type qualifiers, and the calls that start a function (INVOKE,
-    TOKEN, CALL) with the top-level item holding each, in the order of the text (one
-    query per item: tree-sitter's matching is C, a walk over every node in Python was
-    not)."""
-    qualifiers: list[tree_sitter.Node] = []
-    starts: list[tuple[tree_sitter.Node, tree_sitter.Node]] = []
-    cursor = tree_sitter.QueryCursor(_view_query())
-    for item in root.children:
-        for _, captures in cursor.matches(item):
-            if "global" in captures:
-                qualifiers += captures["global"]
-            else:
-                starts += ((call, item) for call in captures["start"])
-    return qualifiers, starts
-
-
-@functools.lru_cache(maxsize=1)
-def _view_query() -> tree_sitter.Query:
-    from etcpre.passes.parse import language  # noqa: PLC0415 - as in _header_views
-
-    names = " ".join(f'"{n}"' for n in sorted(_START))
-    return tree_sitter.Query(language(), f"""
-        ((type_qualifier) @global (#eq? @global "GLOBAL"))
-        (call_expression function: (identifier) @name (#any-of? @name {names})) @start
-    """)
-
-
-def _global_edits(qualifiers: list[tree_sitter.Node]) -> list[Edit]:
-    edits: list[Edit] = []
-    for q in qualifiers:
-        parent = q.parent
-        if parent is not None and parent.type in ("pointer_declarator",
-                                                  "abstract_pointer_declarator"):
-            star = next((c for c in parent.children if c.type == "*"), None)
-            if star is not None:
-                edits.append(Edit(star.start_byte, star.start_byte, _MARK))
-        edits.append(Edit(q.start_byte, q.end_byte, b" " * (q.end_byte - q.start_byte)))
-    return edits
-
-
-def _forward_prototypes(root: tree_sitter.Node, edits: list[Edit],
-                        starts: list[tuple[tree_sitter.Node, tree_sitter.Node]]) -> list[Edit]:
-    """A threaded function started before the file declares it gets its prototype
-    ahead of the first item that starts it, as the generated C has its parameter
-    frame there (C would otherwise declare it implicitly, and its arguments go
-    unchecked)."""
-    declared: dict[str, int] = {}
-    definitions: dict[str, tree_sitter.Node] = {}
-    for item in root.children:
-        if item.type in ("threaded_function_definition", "threaded_function_declaration"):
-            name = item.child_by_field_name("name")
-            if name is not None:
-                declared.setdefault(syntax.text(name), item.start_byte)
-                if item.type == "threaded_function_definition":
-                    definitions.setdefault(syntax.text(name), item)
-    out: list[Edit] = []
-    done: set[str] = set()
-    for node, item in starts:
-        if item is root:
-            continue
-        args = syntax.call_args(node)
-        fidx = 1 if syntax.call_name(node) == "INVOKE" else 0
-        name = syntax.text(args[fidx]) if len(args) > fidx else ""
-        if name in done or name not in definitions or declared[name] <= item.start_byte:
-            continue
-        done.add(name)
-        out.append(Edit(item.start_byte, item.start_byte,
-                        _header_view(definitions[name], edits) + b"; "))
-    return out
-
-
-def _header_view(definition: tree_sitter.Node, edits: list[Edit]) -> bytes:
-    """`THREADED f(params)` of a definition as libclang's view shows it."""
-    params = definition.child_by_field_name("parameters")
-    start = definition.start_byte
-    end = params.end_byte if params is not None else start
-    data = (definition.text or b"")[: end - start]
-    inside = [Edit(e.start - start, e.end - start, e.text) for e in edits
-              if start <= e.start and e.end <= end]
-    return apply(data, inside)[0]
-
-
-def _start_edits(call: tree_sitter.Node) -> list[Edit]:
-    """INVOKE(n, f, a, b) -> INVOKE(n, f(a, b)); TOKEN/CALL(f, a) -> TOKEN/CALL(f(a))."""
-    arglist = call.child_by_field_name("arguments")
-    if arglist is None:
-        return []
-    fidx = 1 if syntax.call_name(call) == "INVOKE" else 0
-    parts = [c for c in arglist.children if c.type != "comment"]
-    # parts: "(" a0 "," a1 "," ... ")"
-    args = [c for c in parts if c.is_named]
-    close = parts[-1] if parts and parts[-1].type == ")" else None
-    if len(args) <= fidx or close is None:
-        return []
-    target = args[fidx]
-    after = parts[parts.index(target) + 1:]
-    if after and after[0].type == ",":
-        return [Edit(after[0].start_byte, after[0].end_byte, b"("),
-                Edit(close.start_byte, close.start_byte, b")")]
-    return [Edit(target.end_byte, target.end_byte, b"()")]
+    `data` of the file at `path`, shown to libclang with `edits` (`view_edits`) and
+    the command-line arguments `args` (`clang_args`)."""
+    return _Collector(path, data, edits, args).run()
 
 
 # ---------------------------------------------------------------- collection
@@ -376,14 +263,13 @@ def _strip_implicit(cur: ci.Cursor) -> ci.Cursor:
 class _Collector:
     """Runs in the isolated child: parses the view and gathers Facts."""
 
-    def __init__(self, path: str, data: bytes, root: tree_sitter.Node,
-                 args: list[str]) -> None:
+    def __init__(self, path: str, data: bytes, edits: list[Edit], args: list[str]) -> None:
         self.path = path
         self.data = data
-        self.root = root
+        self._root: tree_sitter.Node | None = None
         self.args = args
         self.facts = Facts()
-        view, self.vmap = apply(data, view_edits(root))
+        view, self.vmap = apply(data, edits)
         self.view = view
         self.header_maps: dict[str, tuple[EditMap, bytes]] = {}
         self.main_handle = 0
@@ -401,6 +287,16 @@ class _Collector:
         self.var_types: dict[bytes, tuple[bool, int | None, bool]] = {}  # ... Var's
         # a parameter's (adjusted type, type): what Param says of them
         self.param_types: dict[bytes, tuple[str, str, str, bool, bool, bool]] = {}
+
+    @property
+    def root(self) -> tree_sitter.Node:
+        """The working text's syntax tree (initialisers need it; parsed when first
+        asked for: etcpre's process has it, but the child started before it did)."""
+        if self._root is None:
+            from etcpre.passes.parse import language  # noqa: PLC0415 - as in _header_views
+
+            self._root = tree_sitter.Parser(language()).parse(self.data).root_node
+        return self._root
 
     # -- parsing
 

@@ -1,4 +1,5 @@
-"""Work in a forked child, its result back through a pipe (pickled).
+"""Work in a forked child, its result back through a pipe (pickled); what the parent
+knows only after the fork goes to the child through an `Inbox`.
 
 The clang view runs libclang this way so that a crash of libclang (deep nesting
 exhausts the C stack) is an error message, never the death of etcpre; the lowering
@@ -12,6 +13,7 @@ from __future__ import annotations
 import os
 import pickle
 import signal
+import threading
 from collections.abc import Callable
 from typing import Generic, TypeVar
 
@@ -39,25 +41,92 @@ class ChildRaised(Exception):
     """The work raised in the child (a bug of etcpre): the message holds its traceback."""
 
 
+class Unsent(Exception):
+    """The parent sent nothing to the child's inbox (it closed it, or ended)."""
+
+
+class Inbox:
+    """One value (pickled) from the parent to a child it forked before knowing it. The
+    child drains the pipe on a thread of its own from its start, so that the parent's
+    send never waits for the child to ask."""
+
+    def __init__(self) -> None:
+        self._read, self._write = os.pipe()
+        self._reader: threading.Thread | None = None
+        self._data = b""
+
+    def send(self, value: object) -> None:
+        """In the parent, once. A child that ended before reading it (its result says
+        why) is no error here."""
+        try:
+            with os.fdopen(self._write, "wb") as out:
+                self._write = -1
+                out.write(pickle.dumps(value))
+        except BrokenPipeError:
+            pass
+
+    def close(self) -> None:
+        """In the parent: nothing will be sent (the child's receive raises Unsent)."""
+        if self._write >= 0:
+            os.close(self._write)
+            self._write = -1
+
+    def receive(self) -> object:
+        """In the child: the value sent, once it is all there."""
+        assert self._reader is not None
+        self._reader.join()
+        if not self._data:
+            raise Unsent("etcpre sent the child nothing")
+        return pickle.loads(self._data)
+
+    def _in_child(self) -> None:
+        os.close(self._write)
+        self._write = -1
+
+        def drain() -> None:
+            chunks = []
+            while chunk := os.read(self._read, 1 << 16):
+                chunks.append(chunk)
+            self._data = b"".join(chunks)
+
+        self._reader = threading.Thread(target=drain, name="etcpre-inbox", daemon=True)
+        self._reader.start()
+
+    def _in_parent(self) -> None:
+        os.close(self._read)
+        self._read = -1
+
+    def _discard(self) -> None:  # the fork failed
+        self.close()
+        os.close(self._read)
+        self._read = -1
+
+
 class Forked(Generic[T]):
     """`work` running in a child process; `result()` waits for what it returns."""
 
     def __init__(self, work: Callable[[], T], child_setup: Callable[[], None] | None = None,
-                 runner: Callable[[Callable[[], T]], T] | None = None) -> None:
+                 runner: Callable[[Callable[[], T]], T] | None = None,
+                 inbox: Inbox | None = None) -> None:
         """Forks. In the child, `child_setup` runs first and `runner(work)` (default:
-        `work()`) gives the result, which must pickle. Raises OSError when the
-        fork fails (nothing was started)."""
+        `work()`) gives the result, which must pickle; `work` may wait for what the
+        parent sends to `inbox`. Raises OSError when the fork fails (nothing was
+        started)."""
         rfd, wfd = os.pipe()
         try:
             pid = os.fork()
         except OSError:
             os.close(rfd)
             os.close(wfd)
+            if inbox is not None:
+                inbox._discard()
             raise
         if pid == 0:  # the child: never returns into the caller's code
             os.close(rfd)
             status = 0
             try:
+                if inbox is not None:
+                    inbox._in_child()
                 if child_setup is not None:
                     child_setup()
                 value = runner(work) if runner is not None else work()
@@ -74,6 +143,8 @@ class Forked(Generic[T]):
             finally:
                 os._exit(status)
         os.close(wfd)
+        if inbox is not None:
+            inbox._in_parent()
         self._pid = pid
         self._rfd = rfd
 
