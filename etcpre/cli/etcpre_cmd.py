@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import functools
 import re
 import sys
 from pathlib import Path
@@ -38,13 +39,18 @@ def _arg_parser() -> argparse.ArgumentParser:
     return ap
 
 
-def _body(argv: list[str]) -> int:
+def _body(argv: list[str], leaving: bool = False) -> int:
     opts = _arg_parser().parse_args(argv)
     if opts.syntax_tree:
         return _syntax_tree(opts.file)
     options = Options(tuple(opts.macros), tuple(opts.includes))
     output = Path(opts.output) if opts.output and opts.output != "-" else None
-    return 0 if translate_file(opts.file, options, output) is not None else 1
+    translation = translate_file(opts.file, options, output)
+    rc = 0 if translation is not None else 1
+    if leaving:  # the command, its output written: the translation is never freed
+        sys.stdout.flush()  # (run_main reports what cannot be written)
+        leave(rc)
+    return rc
 
 
 def _syntax_tree(path: str) -> int:
@@ -86,7 +92,7 @@ def format_sexp(sexp: str) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    rc = run_main("etcpre", _body, argv)
+    rc = run_main("etcpre", functools.partial(_body, leaving=argv is None), argv)
     if argv is None:  # the command itself (a caller passing argv goes on)
         leave(rc)
     return rc
