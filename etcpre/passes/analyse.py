@@ -11,6 +11,7 @@ preprocessor and the type system decide. The language's checks run on the model 
 
 from __future__ import annotations
 
+import bisect
 import functools
 import hashlib
 from dataclasses import dataclass, field
@@ -44,7 +45,19 @@ INDEXED = frozenset({"threaded_function_definition", "threaded_function_declarat
                      "subscript_expression", "field_expression", "parenthesized_expression",
                      "declaration", "thread_label", "sync_slots_declaration",
                      "type_definition", "preproc_def", "preproc_function_def",
-                     "struct_specifier", "union_specifier", "enum_specifier"})
+                     "struct_specifier", "union_specifier", "enum_specifier",
+                     # and for the scope walk (_Builder: SCOPE_TYPES and identifiers)
+                     "identifier", "compound_statement", "for_statement", "enumerator",
+                     "preproc_ifdef", "preproc_if", "preproc_elif", "preproc_elifdef",
+                     "preproc_else", "preproc_call", "preproc_include",
+                     "field_declaration_list"})
+# the node types the scope walk does not just walk through (_Builder._visit): a subtree
+# holding none of them has its identifiers bound at once
+SCOPE_TYPES = ("compound_statement", "for_statement", "declaration", "type_definition",
+               "enumerator", "thread_label", "sync_slots_declaration", "preproc_ifdef",
+               "preproc_if", "preproc_elif", "preproc_elifdef", "preproc_else", "preproc_def",
+               "preproc_function_def", "preproc_call", "preproc_include",
+               "field_declaration_list")
 
 
 class Reporter:
@@ -373,10 +386,14 @@ class _Builder:
     depends on clang's facts (a VLA stays a C local and takes no frame field, the
     number of slots, the parameters' types) is recorded and decided by `bind`."""
 
-    def __init__(self, working: WorkingText, fn: ThreadedFunction, rep: Reporter) -> None:
+    def __init__(self, working: WorkingText, fn: ThreadedFunction, rep: Reporter,
+                 index: NodeIndex) -> None:
         self.working = working
         self.fn = fn
         self.rep = rep
+        self.identifiers = index.within(fn.body, "identifier")
+        self.identifier_starts = [n.start_byte for n in self.identifiers]
+        self.scope_starts = sorted(n.start_byte for n in index.within(fn.body, *SCOPE_TYPES))
         self.scopes = _Scopes()
         self.taken: set[str] = set(RESERVED_FIELDS)
         self.static_names: set[str] = set()
@@ -486,7 +503,25 @@ class _Builder:
                    "field_declaration_list", "field_identifier", "statement_identifier"):
             return
         else:
-            stack.extend(("visit", c) for c in reversed(node.named_children))
+            start, end = node.start_byte, node.end_byte
+            starts = self.scope_starts
+            i = bisect.bisect_left(starts, start)
+            if i < len(starts) and starts[i] < end:
+                stack.extend(("visit", c) for c in reversed(node.named_children))
+            else:  # only identifiers to look at, in one scope: no need to walk to them
+                self._identifiers(start, end)
+
+    def _identifiers(self, start: int, end: int) -> None:
+        """Binds the identifiers in start..end as _visit does, found in the index."""
+        starts = self.identifier_starts
+        nodes = self.identifiers
+        meanings_of = self.scopes.meanings
+        refs = self.fn.refs
+        for k in range(bisect.bisect_left(starts, start), bisect.bisect_left(starts, end)):
+            node = nodes[k]
+            meanings = meanings_of.get((node.text or b"").decode("utf-8", errors="replace"))
+            if meanings and meanings[-1] is not None:
+                refs[starts[k]] = meanings[-1]
 
     def declaration(self, node: Node) -> None:
         """Declares the names in order, each visible in its own initialiser (C scoping)
@@ -605,7 +640,7 @@ def _walk(working: WorkingText, node: Node, rep: Reporter, index: NodeIndex) -> 
     assert name_node is not None and body is not None
     name = text(name_node)
     fn = ThreadedFunction(name, node, body, static=storage(node) == "static")
-    b = _Builder(working, fn, rep)
+    b = _Builder(working, fn, rep, index)
     b.params()
     b.walk_body()
     enders: set[str] = set()

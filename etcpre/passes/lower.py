@@ -688,7 +688,10 @@ class _Renderer:
         assert self.fn is not None
         refs = self.fn.refs
         points = self._marks
+        data = self.data
+        pieces = out.pieces
         pos = start
+        joined = False  # the first copy joins what `out` holds; the later ones are pieces
         for k in range(bisect.bisect_left(points, start), len(points)):
             at = points[k]
             if at >= end:
@@ -696,8 +699,16 @@ class _Renderer:
             loc = refs[at]
             if loc.in_block:
                 continue
-            out.copy(pos, at)
-            out.add(generated(at) + (loc.field if loc.is_static else f"_fp->{loc.field}"))
+            field = loc.field if loc.is_static else f"_fp->{loc.field}"
+            if not joined:
+                out.copy(pos, at)
+                out.add(f"{MARK_OPEN}G{at}{MARK_CLOSE}{field}")
+                joined = True
+            else:  # as copy() then add() make them (ASCII: no piece to check)
+                if pos < at:
+                    pieces.append(f"{MARK_OPEN}V{pos},{at - pos}{MARK_CLOSE}"
+                                  f"{data[pos:at].decode('ascii')}")
+                pieces.append(f"{MARK_OPEN}G{at}{MARK_CLOSE}{field}")
             pos = at + len(loc.name)
         out.copy(pos, end)
 
