@@ -1,17 +1,19 @@
 """What libclang says about a .tc file (`clang_view` gathers it in the clang child):
 plain data with offsets into the working text, which the passes after it read without
-loading libclang.
+loading libclang. The records are named tuples: both processes make their classes
+while the other waits (a frozen dataclass takes 7 times as long to make), and
+thousands of them cross the pipe.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from etcpre.passes.text import Edit
 
 
-@dataclass(frozen=True)
-class Diag:
+class Diag(NamedTuple):
     """A clang diagnostic: in the main file when `path` is None (offset in the working
     text), else in a header (offset in the header as written). `always`: forward it;
     otherwise only when it lies in the arguments of a primitive, whose lowering hides
@@ -24,8 +26,7 @@ class Diag:
     always: bool = True
 
 
-@dataclass(frozen=True)
-class Param:
+class Param(NamedTuple):
     name: str  # "" for an unnamed parameter of a prototype
     text: str  # the declaration as written
     type: str  # its (adjusted) type, spelled as in Threaded-C
@@ -36,8 +37,7 @@ class Param:
     member_const: bool  # a member or element is const
 
 
-@dataclass(frozen=True)
-class ThreadedDecl:
+class ThreadedDecl(NamedTuple):
     """A THREADED function declared or defined in the file or a header it includes."""
 
     name: str
@@ -49,8 +49,7 @@ class ThreadedDecl:
     static: bool
 
 
-@dataclass(frozen=True)
-class Arg:
+class Arg(NamedTuple):
     """An argument of a call to a primitive, as clang sees it."""
 
     constant: str  # "int", "float", "char" or "" (not a constant)
@@ -59,15 +58,13 @@ class Arg:
     # the prelude's conversion; kind is "integer", "floating", "pointer" or "other"
 
 
-@dataclass(frozen=True)
-class Call:
+class Call(NamedTuple):
     callee: str
     what: str  # "primitive", "threaded", "function", "undeclared", "other"
     args: tuple[Arg, ...]
 
 
-@dataclass(frozen=True)
-class Store:
+class Store(NamedTuple):
     """One store of an in-place initialisation: `<variable><path> = <expression>`."""
 
     path: str  # designator path ("", ".a", "[2].b", ...)
@@ -76,8 +73,7 @@ class Store:
     string: bool  # a string literal initialising a char array
 
 
-@dataclass(frozen=True)
-class Var:
+class Var(NamedTuple):
     """A variable declared in a threaded function (by its name's offset)."""
 
     vla: bool
