@@ -189,6 +189,8 @@ class Prepared:
 
 def prepare(working: WorkingText, root: Node) -> Prepared:
     """The part of the analysis that needs the syntax tree alone."""
+    from etcpre.passes import checks  # noqa: F401, PLC0415 - loaded for analyse(), see there
+
     index = node_index(root)
     found = DiagnosticSink()
     rep = Reporter(working, found)

@@ -88,7 +88,7 @@ class Emitted:
     first asked for: etcc asks when cc reports something, etcpre never does."""
 
     def __init__(self, marked: str, working: WorkingText, lowered: Lowered) -> None:
-        self.text = _MARK.sub("", marked)
+        self.text = _ANY_MARK.sub("", marked)
         self.threads: dict[str, str] = {}  # C function -> what it is
         self._marked = marked
         self._working = working
@@ -247,6 +247,7 @@ def _frame_struct(gen: GeneratedFunction, src: WorkingText, head_line: int) -> s
 
 
 _MARK = re.compile(f"{MARK_OPEN}([VG])(\\d+)(?:,(\\d+))?{MARK_CLOSE}")
+_ANY_MARK = re.compile(f"{MARK_OPEN}[^{MARK_CLOSE}]*{MARK_CLOSE}")  # to strip: half the time
 _LINE = re.compile(r'#line (\d+) ')
 
 
