@@ -31,7 +31,7 @@ $(GSTAMP): $(VENV)/bin/python $(GRAMMAR_SOURCES)
 $(STAMP): $(GSTAMP) pyproject.toml
 	@echo "pip install -e .[test] (log: $(VENV)/pip-etc.log)"
 	@$(PY) -m pip install -e '.[test]' > $(VENV)/pip-etc.log 2>&1 || { cat $(VENV)/pip-etc.log; exit 1; }
-	@$(PY) -m etcpre.cli.etcrun_fast --write-script $(VENV)/bin/etcrun
+	@$(PY) -m etcpre.cli.venv_scripts $(VENV)/bin
 	@touch $@
 
 # The translator's C part: the clang view's walk over a function's cursors, loaded by

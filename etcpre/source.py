@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import bisect
+import os
 from dataclasses import dataclass, field
-from pathlib import Path
 
 BOM = b"\xef\xbb\xbf"
 
@@ -29,11 +29,11 @@ class SourceFile:
 
     @classmethod
     def load(cls, path: str) -> SourceFile:
-        p = Path(path)
         try:
-            if p.is_dir():
+            if os.path.isdir(path):
                 raise SourceError(f"{path}: error: is a directory")
-            data = p.read_bytes()
+            with open(path, "rb") as f:
+                data = f.read()
         except SourceError:
             raise
         except FileNotFoundError:

@@ -6,7 +6,6 @@ import argparse
 import functools
 import re
 import sys
-from pathlib import Path
 
 from etcpre.cli.common import ArgParser, leave, run_main
 from etcpre.cli.translation import translate_file
@@ -44,7 +43,7 @@ def _body(argv: list[str], leaving: bool = False) -> int:
     if opts.syntax_tree:
         return _syntax_tree(opts.file)
     options = Options(tuple(opts.macros), tuple(opts.includes))
-    output = Path(opts.output) if opts.output and opts.output != "-" else None
+    output = opts.output if opts.output and opts.output != "-" else None
     translation = translate_file(opts.file, options, output)
     rc = 0 if translation is not None else 1
     if leaving:  # the command, its output written: the translation is never freed

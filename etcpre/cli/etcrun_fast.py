@@ -1,12 +1,12 @@
 """etcrun's start-up path for the common run: `etcrun [-n N] [--adapt] ./prog args...` of
 a seq or smp program, which etcrun only has to exec with ETC_NODES (and ETC_ADAPT) set.
 
-`.venv/bin/etcrun` runs this module with `python -S` (no site-packages: their .pth
-files and the editable install's import hook cost more than the rest of a short
-run) and imports nothing but os and sys. Any other command line, and anything wrong
-(no such program, a bad count, another target), goes to the full etcrun
-(`etcrun_cmd.py`), which says what is wrong; so this path never reports an error of
-its own and behaves exactly as the full one does for what it takes.
+`.venv/bin/etcrun` runs this module with `python -S` (`venv_scripts.py`; no
+site-packages: their .pth files and the editable install's import hook cost more
+than the rest of a short run) and imports nothing but os and sys. Any other command
+line, and anything wrong (no such program, a bad count, another target), goes to the
+full etcrun (`etcrun_cmd.py`), which says what is wrong; so this path never reports
+an error of its own and behaves exactly as the full one does for what it takes.
 """
 
 from __future__ import annotations
@@ -112,25 +112,5 @@ def main() -> int:
     return full_main(argv)
 
 
-def write_script(path: str) -> None:
-    """`.venv/bin/etcrun`: this module under `python -S`, the repository on sys.path."""
-    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    text = (f"#!{sys.executable} -S\n"
-            "# written by make (etcpre/cli/etcrun_fast.py): etcrun without site-packages\n"
-            "# for the common run; the rest goes to the full etcrun\n"
-            "import sys\n"
-            f"sys.path.insert(0, {root!r})\n"
-            "from etcpre.cli.etcrun_fast import main\n"
-            "sys.exit(main())\n")
-    tmp = path + ".tmp"
-    with open(tmp, "w") as f:
-        f.write(text)
-    os.chmod(tmp, 0o755)
-    os.replace(tmp, path)
-
-
 if __name__ == "__main__":
-    if len(sys.argv) == 3 and sys.argv[1] == "--write-script":
-        write_script(sys.argv[2])
-    else:
-        sys.exit(main())
+    sys.exit(main())

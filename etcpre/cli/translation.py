@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+import os
 import sys
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from etcpre.diagnostics import DiagnosticSink
@@ -14,7 +14,8 @@ if TYPE_CHECKING:
     from etcpre.translate import Translation
 
 
-def translate_file(path: str, options: Options, output: Path | None) -> Translation | None:
+def translate_file(path: str, options: Options,
+                   output: str | os.PathLike[str] | None) -> Translation | None:
     """Translate `path`; diagnostics go to stderr, the C to `output` (stdout if None).
     Returns None when the file could not be read, translated or written."""
     from etcpre.translate import translate  # noqa: PLC0415 - the passes load only here
@@ -39,7 +40,8 @@ def translate_file(path: str, options: Options, output: Path | None) -> Translat
         sys.stdout.write(result.text)
         return result
     try:
-        output.write_text(result.text, encoding="utf-8")
+        with open(output, "w", encoding="utf-8") as out:
+            out.write(result.text)
     except OSError as exc:
         sys.stderr.write(f"etcpre: error: cannot write {output}: {exc.strerror}\n")
         return None

@@ -28,7 +28,6 @@ import re
 import shutil
 import subprocess
 from dataclasses import dataclass
-from pathlib import Path
 
 import clang.cindex as ci
 import tree_sitter
@@ -78,14 +77,20 @@ def builtin_include_dir() -> str | None:
             ).stdout.strip()
         except (OSError, subprocess.SubprocessError):
             continue
-        if out and (Path(out) / "stddef.h").is_file():
+        if out and os.path.isfile(os.path.join(out, "stddef.h")):
             return out
     return fallback_include_dir()
 
 
 def fallback_include_dir() -> str:
     """The minimal builtin headers shipped with etcpre (stddef.h, stdarg.h, ...)."""
-    return str(Path(__file__).resolve().parent.parent / "clang_include")
+    return os.path.join(os.path.dirname(os.path.dirname(os.path.realpath(__file__))),
+                        "clang_include")
+
+
+def _read(path: str) -> bytes:
+    with open(path, "rb") as f:
+        return f.read()
 
 
 def clang_args(options: Options, source_dir: str) -> list[str]:
@@ -339,7 +344,7 @@ class _Collector:
                 continue
             seen.add(name)
             try:
-                data = Path(name).read_bytes()
+                data = _read(name)
             except OSError:
                 continue
             if b"GLOBAL" not in data:
@@ -389,7 +394,7 @@ class _Collector:
             data = self.header_maps[full][1]
         else:
             try:
-                data = Path(path).read_bytes()
+                data = _read(path)
             except OSError:
                 return ""
         return data[start:end].decode("utf-8", errors="replace")
@@ -475,7 +480,7 @@ class _Collector:
         known = self.threaded_files.get(hash(path))
         if known is None:
             try:
-                known = b"THREADED" in Path(path).read_bytes()
+                known = b"THREADED" in _read(path)
             except OSError:
                 known = True
             self.threaded_files[hash(path)] = known

@@ -11,17 +11,18 @@ binding loaded.
 from __future__ import annotations
 
 import ctypes
+import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from pathlib import Path
 
 import clang.cindex as ci
 
 from etcpre.passes.clang_child import NotBuilt
 from etcpre.passes.text import EditMap
 
-LIBRARY = Path(__file__).resolve().parents[2] / "build" / "native" / "libetc_cursor_walk.so"
+_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.realpath(__file__))))
+LIBRARY = os.path.join(_ROOT, "build", "native", "libetc_cursor_walk.so")
 
 # Node.flags, as cursor_walk.c sets them
 EXPRESSION = 1 << 0
@@ -144,10 +145,10 @@ def constant(cursor_kind: bool, name: str) -> int:
 
 
 def _library() -> ctypes.CDLL:
-    if not LIBRARY.is_file():
+    if not os.path.isfile(LIBRARY):
         raise NotBuilt(f"etcpre's cursor walk is not built ({LIBRARY}); run make")
     try:
-        lib = ctypes.CDLL(str(LIBRARY))
+        lib = ctypes.CDLL(LIBRARY)
     except OSError as exc:
         raise NotBuilt(f"etcpre's cursor walk cannot be loaded: {exc}") from None
     lib.etc_walk_bind.argtypes = [ctypes.c_void_p]

@@ -25,9 +25,22 @@ def test_its_tables_are_the_target_tables() -> None:
                                          if t.launcher is None}
 
 
-def test_the_installed_etcrun_runs_without_site_packages() -> None:
-    first = (BIN / "etcrun").read_text().splitlines()[0]
+@pytest.mark.parametrize("name", ["etcrun", "etcpre"])
+def test_the_installed_script_runs_without_site_processing(name: str) -> None:
+    first = (BIN / name).read_text().splitlines()[0]
     assert first.startswith("#!") and first.endswith(" -S"), first
+
+
+def test_the_installed_etcpre_translates_as_the_module_does(tmp_path: Path) -> None:
+    # under -S, with the repository and site-packages put on sys.path by the script
+    fib = str(ROOT / "samples" / "fib.tc")
+    script = subprocess.run([str(BIN / "etcpre"), fib, "-o", str(tmp_path / "a.c")],
+                            capture_output=True, text=True, timeout=120, check=False)
+    module = subprocess.run([sys.executable, "-m", "etcpre.cli.etcpre_cmd", fib, "-o",
+                             str(tmp_path / "b.c")],
+                            capture_output=True, text=True, timeout=120, check=False)
+    assert script.returncode == module.returncode == 0, script.stderr + module.stderr
+    assert (tmp_path / "a.c").read_bytes() == (tmp_path / "b.c").read_bytes()
 
 
 @pytest.mark.parametrize(("argv", "taken"), [

@@ -162,7 +162,7 @@ def test_a_missing_library_is_an_error(tmp_path: Path) -> None:
     tc = tmp_path / "p.tc"
     tc.write_text("THREADED MAIN(void) { END_FUNCTION(); }\n")
     script = ("import sys\nfrom pathlib import Path\nfrom etcpre.passes import cursor_walk\n"
-              f"cursor_walk.LIBRARY = Path({str(tmp_path / 'none.so')!r})\n"
+              f"cursor_walk.LIBRARY = {str(tmp_path / 'none.so')!r}\n"
               "from etcpre.cli import etcpre_cmd\n"
               f"sys.exit(etcpre_cmd.main([{str(tc)!r}]))\n")
     proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
