@@ -26,7 +26,6 @@ from etcpre.passes.primitives import CALL_PRIMITIVES, Kind
 from etcpre.passes.syntax import (
     Node,
     NodeIndex,
-    call_args,
     call_name,
     declarator_identifier,
     declares_function,
@@ -192,6 +191,7 @@ def prepare(working: WorkingText, root: Node) -> Prepared:
     from etcpre.passes import checks  # noqa: F401, PLC0415 - loaded for analyse(), see there
 
     index = node_index(root)
+    index.know_calls()
     found = DiagnosticSink()
     rep = Reporter(working, found)
     builders = [_walk(working, d, rep, index) for d in index.all("threaded_function_definition")]
@@ -647,10 +647,10 @@ def _walk(working: WorkingText, node: Node, rep: Reporter, index: NodeIndex) -> 
     b.walk_body()
     enders: set[str] = set()
     for c in index.within(body, "call_expression"):
-        callee = call_name(c)
+        callee = index.call_name(c)
         if callee in ("END_FUNCTION", "RETURN"):
             enders.add(callee)
-        elif callee == "CALL" and len(call_args(c)) >= 1:
+        elif callee == "CALL" and len(index.call_args(c)) >= 1:
             fn.calls.append(c)
     if len(enders) == 1:
         fn.ends_with = enders.pop()

@@ -91,19 +91,19 @@ def _primitive_arguments(model: Model) -> list[tuple[int, int, bool, str, int, l
     not threaded is reported as that instead."""
     out = []
     for n in model.index.all("call_expression"):
-        prim = CALL_PRIMITIVES.get(call_name(n) or "")
+        prim = CALL_PRIMITIVES.get(model.index.call_name(n) or "")
         args = n.child_by_field_name("arguments")
         if prim is None or args is None:
             continue
         what = prim.name
         if prim.kind is Kind.START:
-            named = call_args(n)
+            named = model.index.call_args(n)
             fidx = 1 if prim.name == "INVOKE" else 0
             if len(named) <= fidx or text(named[fidx]) not in model.signatures:
                 continue
             what = f"{prim.name} of '{text(named[fidx])}'"
         out.append((args.start_byte, args.end_byte, prim.kind is Kind.START, what,
-                    n.start_byte, call_args(n)))
+                    n.start_byte, model.index.call_args(n)))
     return out
 
 
@@ -117,9 +117,9 @@ def _global_qualifiers(model: Model) -> list[Node]:
 def _start_targets(model: Model) -> set[int]:
     out = set()
     for n in model.index.all("call_expression"):
-        prim = CALL_PRIMITIVES.get(call_name(n) or "")
+        prim = CALL_PRIMITIVES.get(model.index.call_name(n) or "")
         if prim is not None and prim.kind is Kind.START:
-            args = call_args(n)
+            args = model.index.call_args(n)
             fidx = 1 if prim.name == "INVOKE" else 0
             if len(args) > fidx:
                 out.add(args[fidx].start_byte)
@@ -145,10 +145,10 @@ def _function(model: Model, fn: ThreadedFunction, rep: Reporter) -> list[str]:
         elif t in ("goto_statement", "pointer_expression"):
             _jump_to_thread(fn, node, rep)
         elif t == "call_expression":
-            prim = CALL_PRIMITIVES.get(call_name(node) or "")
+            prim = CALL_PRIMITIVES.get(model.index.call_name(node) or "")
             if prim is None:
                 continue
-            args = call_args(node)
+            args = model.index.call_args(node)
             if not _arity(prim, node, args, rep):
                 continue
             facts = model.facts.calls.get(node.start_byte)

@@ -49,8 +49,6 @@ from etcpre.passes.reach import (
 from etcpre.passes.syntax import (
     Node,
     NodeIndex,
-    call_args,
-    call_name,
     declarator_identifier,
     label_number,
     text,
@@ -599,7 +597,7 @@ def _marks(model: Model, fn: ThreadedFunction | None, scope: Node,
         elif t == "identifier":
             special = text(node) in VALUE_PRIMITIVES
         elif t == "call_expression":
-            special = call_name(node) in CALL_PRIMITIVES
+            special = model.index.call_name(node) in CALL_PRIMITIVES
         if t in ("pointer_expression", "subscript_expression", "field_expression"):
             special = special or _global_operand(model, node) is not None or \
                 span in facts.global_decays
@@ -959,18 +957,18 @@ class _Renderer:
     def slot(self, call: Node, k: int) -> str:
         fn = self.fn
         assert fn is not None
-        arg = call_args(call)[k]
+        arg = self.model.index.call_args(call)[k]
         if self.constant(arg, k, call) is not None:
             return f"&_fp->_slots[{self.render(arg)}]"
         return (f'ETC_SLOT(_fp, ({self.render(arg)}), {fn.nslots}, "{fn.name}", '
                 "__FILE__, __LINE__)")
 
     def thread(self, call: Node, k: int) -> str:
-        arg = call_args(call)[k]
+        arg = self.model.index.call_args(call)[k]
         return f"_{self.fname}_{self.constant(arg, k, call)}"
 
     def _call(self, node: Node) -> str | None:
-        prim = CALL_PRIMITIVES.get(call_name(node) or "")
+        prim = CALL_PRIMITIVES.get(self.model.index.call_name(node) or "")
         if prim is None or prim.kind in (Kind.CONTROL, Kind.START):
             return None  # lowered as a statement
         if self.fn is None and prim.kind is not Kind.ANYWHERE:
@@ -982,7 +980,7 @@ class _Renderer:
         expr = next((c for c in node.named_children if c.type != "comment"), None)
         if expr is None or expr.type != "call_expression":
             return None
-        prim = CALL_PRIMITIVES.get(call_name(expr) or "")
+        prim = CALL_PRIMITIVES.get(self.model.index.call_name(expr) or "")
         if prim is None or prim.kind not in (Kind.CONTROL, Kind.START):
             return None
         if prim.kind is Kind.CONTROL:
@@ -993,7 +991,7 @@ class _Renderer:
     def _start(self, name: str, call: Node) -> str:
         fn = self.fn
         assert fn is not None
-        args = call_args(call)
+        args = self.model.index.call_args(call)
         fidx = 1 if name == "INVOKE" else 0
         callee = text(args[fidx])
         sig = self.model.signatures[callee]
@@ -1106,7 +1104,7 @@ class _Fields:
             return r.slot(self.call, k)
         if kind == "thread":
             return r.thread(self.call, k)
-        return r.render(call_args(self.call)[k])
+        return r.render(r.model.index.call_args(self.call)[k])
 
 
 def _is_global(model: Model, node: Node | None) -> bool:

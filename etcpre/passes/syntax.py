@@ -87,6 +87,7 @@ class NodeIndex:
         self._numbers: dict[str, list[int]] = {t: [] for t in types}
         self._nodes: dict[str, list[Node]] = {t: [] for t in types}
         self._anchors: dict[int, int] = {}  # an anchor's id: its number
+        self._calls: dict[int, tuple[str | None, list[Node]]] = {}  # know_calls()
         cursor = root.walk()
         number = 0
         while True:
@@ -125,6 +126,22 @@ class NodeIndex:
         if len(types) > 1:
             found.sort(key=itemgetter(0))
         return [n for _, n in found]
+
+    def know_calls(self) -> None:
+        """Keeps call_name and call_args of every indexed call_expression: the checks and
+        the lowering ask for them many times, after clang's facts come; this is done
+        before."""
+        self._calls = {n.id: (call_name(n), call_args(n))
+                       for n in self._nodes.get("call_expression", [])}
+
+    def call_name(self, call: Node) -> str | None:
+        known = self._calls.get(call.id)
+        return known[0] if known is not None else call_name(call)
+
+    def call_args(self, call: Node) -> list[Node]:
+        """call_args(call): a list the caller must not change."""
+        known = self._calls.get(call.id)
+        return known[1] if known is not None else call_args(call)
 
 
 def call_name(call: Node) -> str | None:
