@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import functools
+import gc
 import re
 import sys
 
@@ -91,6 +92,11 @@ def format_sexp(sexp: str) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
+    if argv is None:
+        # the command: one translation, then it leaves; the cycle collector would only
+        # rescan the translation's live objects (translate() would enable it again at
+        # its end, and the next allocation would pay for a full collection)
+        gc.disable()
     rc = run_main("etcpre", functools.partial(_body, leaving=argv is None), argv)
     if argv is None:  # the command itself (a caller passing argv goes on)
         leave(rc)
