@@ -99,3 +99,18 @@ class Facts:
     # a threaded function's name: (offset, name, called like a C function)
     threaded_uses: list[tuple[int, str, bool]] = field(default_factory=list)
     functions: set[str] = field(default_factory=set)  # plain C functions declared
+
+    def absorb(self, later: Facts) -> None:
+        """Adds what a walk of the file's later declarations found (this one walked the
+        declarations before them, and holds the file-wide facts: diagnostics, skipped
+        code). The later part's entries come after this part's, as one walk over the
+        whole file puts them."""
+        self.global_pointers |= later.global_pointers
+        self.global_decays |= later.global_decays
+        self.arrays |= later.arrays
+        self.calls.update(later.calls)
+        self.vars.update(later.vars)
+        for name, decls in later.threaded.items():
+            self.threaded.setdefault(name, []).extend(decls)
+        self.threaded_uses += later.threaded_uses
+        self.functions |= later.functions
