@@ -10,6 +10,7 @@ without copying it, and leaves with os._exit: no handler, no buffered output of 
 
 from __future__ import annotations
 
+import fcntl
 import os
 import pickle
 import signal
@@ -26,6 +27,20 @@ def usable_cpus() -> int:
         return len(os.sched_getaffinity(0))
     except (AttributeError, OSError):
         return os.cpu_count() or 1
+
+
+def _pipe() -> tuple[int, int]:
+    """os.pipe(), its ends above the standard descriptors: a command started with one
+    of those closed would get it as a pipe end, which a child's setup (the clang
+    child's stderr to /dev/null) would then replace, and our stderr would write into."""
+    ends = []
+    for fd in os.pipe():
+        if fd <= 2:
+            above = fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 3)
+            os.close(fd)
+            fd = above
+        ends.append(fd)
+    return ends[0], ends[1]
 
 
 class ChildError(Exception):
@@ -51,7 +66,7 @@ class Inbox:
     send never waits for the child to ask."""
 
     def __init__(self) -> None:
-        self._read, self._write = os.pipe()
+        self._read, self._write = _pipe()
         self._reader: threading.Thread | None = None
         self._data = b""
 
@@ -112,7 +127,7 @@ class Forked(Generic[T]):
         `work()`) gives the result, which must pickle; `work` may wait for what the
         parent sends to `inbox`. Raises OSError when the fork fails (nothing was
         started)."""
-        rfd, wfd = os.pipe()
+        rfd, wfd = _pipe()
         try:
             pid = os.fork()
         except OSError:

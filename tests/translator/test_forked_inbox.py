@@ -6,12 +6,16 @@ ended first."""
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 import time
 from pathlib import Path
 
 import pytest
 
 from etcpre.passes import forked
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_a_value_sent_after_the_fork_reaches_the_child() -> None:
@@ -54,3 +58,23 @@ def test_a_child_that_ended_first_is_no_error_for_the_send() -> None:
     pid = child.result()  # ended without reading
     assert pid != os.getpid()
     inbox.send(b"y" * (1 << 20))  # no BrokenPipeError
+
+
+def test_pipes_stay_off_the_standard_descriptors() -> None:
+    # a command started with stderr closed: a pipe would take descriptor 2, which the
+    # clang child's setup points at /dev/null (and etcpre's stderr would write into)
+    script = """
+import os, sys
+from etcpre.passes import forked
+os.close(2)
+inbox = forked.Inbox()
+ends = (inbox._read, inbox._write)
+def quiet():
+    os.dup2(os.open(os.devnull, os.O_WRONLY), 2)
+child = forked.Forked(lambda: len(inbox.receive()), quiet, inbox=inbox)
+inbox.send(b"x" * 100000)
+print(min(*ends, child._rfd) > 2, child.result())
+"""
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          timeout=60, check=False, cwd=ROOT)
+    assert proc.stdout == "True 100000\n", proc.stdout + proc.stderr
