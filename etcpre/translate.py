@@ -23,6 +23,8 @@ from etcpre.passes.view_edits import view_edits
 from etcpre.source import SourceFile
 
 if TYPE_CHECKING:
+    import tree_sitter
+
     from etcpre.passes.emit import Emitted as Translation
     from etcpre.passes.facts import Diag
 
@@ -83,15 +85,12 @@ def translate(source: SourceFile, options: Options,
 def _translate(source: SourceFile, options: Options,
                sink: DiagnosticSink) -> Translation | None:
     working = WorkingText.of(source)
-    clang = clang_child.start(working, options)  # it loads libclang meanwhile
-    tree = parse.tree(working)
-    clang.show(view_edits(tree.root_node))
+    clang, tree = _parsed_for_clang(working, options)
     # while the child works: load the passes after it, and do what of the analysis
-    # needs no facts (kept unless the text changes; a tree with syntax errors is
-    # reported, not analysed)
+    # needs no facts (analyse() drops it when the text changes; a tree with syntax
+    # errors is reported, not analysed)
     from etcpre.passes import analyse, emit, lower  # noqa: PLC0415 - see above
 
-    first = tree
     prepared = None if tree.root_node.has_error else analyse.prepare(working, tree.root_node)
     for _ in range(MAX_EXPANSION_ROUNDS):
         facts = clang.facts()
@@ -105,9 +104,7 @@ def _translate(source: SourceFile, options: Options,
                 tree = parse.tree(working)
             break
         working = working.edited(facts.expansions + blanks)
-        clang = clang_child.start(working, options)
-        tree = parse.tree(working)
-        clang.show(view_edits(tree.root_node))
+        clang, tree = _parsed_for_clang(working, options)
     else:
         sink.error(source, working.origin(facts.expansions[0].start),
                    "macros nested too deeply for etcpre to see through them")
@@ -115,10 +112,20 @@ def _translate(source: SourceFile, options: Options,
     parsed = parse.parse(working, sink, tree)
     if sink.has_errors:
         return None
-    model = analyse.analyse(parsed, facts, sink, prepared if tree is first else None)
+    model = analyse.analyse(parsed, facts, sink, prepared)
     if sink.has_errors:
         return None
     return emit.emit(lower.lower(model))
+
+
+def _parsed_for_clang(working: WorkingText,
+                      options: Options) -> tuple[clang_child.Pending, tree_sitter.Tree]:
+    """The clang child, started first (it loads libclang meanwhile), and the syntax
+    tree, whose rewrites of libclang's view it is then sent."""
+    clang = clang_child.start(working, options)
+    tree = parse.tree(working)
+    clang.show(view_edits(tree.root_node))
+    return clang, tree
 
 
 def _inactive(data: bytes, skipped: list[tuple[int, int]]) -> list[Edit]:

@@ -202,8 +202,9 @@ def prepare(working: WorkingText, root: Node) -> Prepared:
 
 def analyse(parsed: ParseResult, facts: Facts, sink: DiagnosticSink,
             prepared: Prepared | None = None) -> Model:
-    """The model of the parsed program; `prepared` (by `prepare`, of the same tree) is
-    used up."""
+    """The model of the parsed program; `prepared` (by `prepare`) is used up, and made
+    again when it is of another tree (a macro expansion or an inactive branch changed
+    the text since)."""
     from etcpre.passes import checks  # noqa: PLC0415 - checks reads the Model defined here
 
     working = parsed.working
