@@ -697,16 +697,15 @@ class _Renderer:
             loc = refs[at]
             if loc.in_block:
                 continue
-            field = loc.field if loc.is_static else f"_fp->{loc.field}"
+            rewritten = generated(at) + (loc.field if loc.is_static else f"_fp->{loc.field}")
             if not joined:
                 out.copy(pos, at)
-                out.add(f"{MARK_OPEN}G{at}{MARK_CLOSE}{field}")
+                out.add(rewritten)
                 joined = True
             else:  # as copy() then add() make them (ASCII: no piece to check)
                 if pos < at:
-                    pieces.append(f"{MARK_OPEN}V{pos},{at - pos}{MARK_CLOSE}"
-                                  f"{data[pos:at].decode('ascii')}")
-                pieces.append(f"{MARK_OPEN}G{at}{MARK_CLOSE}{field}")
+                    pieces.append(copied(pos, at, data[pos:at].decode("ascii")))
+                pieces.append(rewritten)
             pos = at + len(loc.name)
         out.copy(pos, end)
 
