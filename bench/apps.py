@@ -46,7 +46,9 @@ SIZES = {
 }
 GOAL = 0.85  # issue 19: each program's 2-node speedup at least this much of the capacity
 LOOPS_ALIGNED = "-falign-loops=32"  # another code placement for the programs below GOAL ...
-ONE_NODE_LOSS = 0.95  # ... that lose this much on one node already
+# ... that lose this much on one node already: more than this machine's run-to-run
+# noise of a 1-node efficiency
+ONE_NODE_LOSS = 0.90
 
 
 def bench(quick: bool) -> Section:
@@ -196,7 +198,9 @@ def bounds(below: list[list[object]], quick: bool) -> list[str]:
         name, args = str(row[0]), str(row[1]).split()
         variants = [args]
         if name == "tsp":  # its third argument is the depth where tokens go sequential
-            variants += [[*args[:2], str(int(args[2]) + k)] for k in (1, 2)]
+            # one depth more: each further one multiplies the trace's size, and the
+            # time to take and summarise it, several times over
+            variants.append([*args[:2], str(int(args[2]) + 1)])
         for v in variants:
             parallelism, greedy, longest = trace_bound(name, v)
             measured = row[8] if v == args else two_nodes(name, v, row)

@@ -48,7 +48,8 @@ EXTRA = {"tcp": operations.bench_tcp}
 
 INTRO = """# etc benchmark report
 
-Produced by `make bench` (`bench/run.py`) on {date}, in {minutes:.1f} minutes{quick}.
+Produced by `make bench` (`bench/run.py`) on {date}, in {minutes:.1f} minutes{quick}
+(issue 19: under 25); by group: {timings}.
 
 Machine: {cpu}, {cpus} CPUs, {ghz} GHz (TSC), Linux {kernel}, {cc}.
 The machine is shared and noisy: every figure is a median of several runs and, where
@@ -67,6 +68,7 @@ def main() -> int:
     start = time.monotonic()
     sections: list[Section] = []
     failed = []
+    timings: list[str] = []
     for name, fn in {**GROUPS, **EXTRA}.items():
         if (opts.only and name not in opts.only) or (not opts.only and name in EXTRA):
             continue
@@ -81,11 +83,14 @@ def main() -> int:
             sec.add("```", detail, "```")
             out = sec
         sections.extend(out if isinstance(out, list) else [out])
-        print(f"bench: {name} done in {time.monotonic() - t0:.0f} s", flush=True)
+        took = time.monotonic() - t0
+        timings.append(f"{name} {took:.0f} s")
+        print(f"bench: {name} done in {took:.0f} s", flush=True)
     m = machine()
     report = INTRO.format(date=datetime.date.today().isoformat(),
                           minutes=(time.monotonic() - start) / 60,
-                          quick=" (--quick)" if opts.quick else "", **m)
+                          quick=" (--quick)" if opts.quick else "",
+                          timings=", ".join(timings), **m)
     body = "\n".join(s.markdown() for s in sections)
     if opts.only:
         target = OUT / "REPORT-partial.md"
