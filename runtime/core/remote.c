@@ -246,13 +246,6 @@ void etc_bad_message(int src, int type, size_t len)
     etc_fatal("malformed message (type %d, %zu bytes) from node %d", type, len, src);
 }
 
-void etc_take_message(void *m, size_t size, const void *body, size_t len, int exact, int src,
-                      int type)
-{
-    if (exact ? len != size : len < size)
-        etc_bad_message(src, type, len);
-    memcpy(m, body, size);
-}
 
 static void handle_sync(int src, int type, const void *body, size_t len)
 {

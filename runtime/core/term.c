@@ -42,16 +42,6 @@ static etc_term *term_state(void)
     return &etc_rts.priv->term;
 }
 
-void etc_term_work_sent(void)
-{
-    term_state()->sent++;
-}
-
-void etc_term_work_received(void)
-{
-    term_state()->recv++;
-}
-
 static int really_idle(void)
 {
     return term_state()->idle && !etc_work_here();
