@@ -243,6 +243,14 @@ def callgrind_lines(cmd: Sequence[str], env: dict[str, str] | None = None,
     out = OUT / f"callgrind-{os.getpid()}.out"
     run(["valgrind", "--tool=callgrind", "--compress-pos=no", "--compress-strings=no",
          f"--callgrind-out-file={out}", *cmd], env={**os.environ, **(env or {})})
+    costs = callgrind_costs(out)
+    out.unlink()
+    return costs
+
+
+def callgrind_costs(out: Path) -> dict[tuple[str, str, int], int]:
+    """A callgrind output's instructions by (source file, function, line), each line's
+    own (not the calls it makes); written with --compress-pos=no --compress-strings=no."""
     costs: dict[tuple[str, str, int], int] = {}
     fl = fi = fn = ""
     skip_next = False  # the line after calls= is the call's inclusive cost
@@ -262,7 +270,6 @@ def callgrind_lines(cmd: Sequence[str], env: dict[str, str] | None = None,
             fn, fi = line[3:], ""
         elif line.startswith("calls="):
             skip_next = True
-    out.unlink()
     return costs
 
 

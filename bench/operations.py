@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import invoke_cost
 from benchlib import (
     BENCH,
     OUT,
@@ -434,6 +435,8 @@ def tcp_baselines(r: dict[str, float], quick: bool, ops: Ops) -> list[str]:
                  f"{median_of([s for _, s in pairs]):.1f} ns; "
                  f"{'met' if invoke <= 3 else 'not met'}).")
     lines.append("")
+    lines += invoke_cost.lines(median_of([c for c, _ in pairs]),
+                               median_of([s for _, s in pairs]))
     return lines
 
 
