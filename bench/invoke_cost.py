@@ -149,9 +149,10 @@ def lines(invoke_ns: float, sync_ns: float) -> list[str]:
                    "sync: sending node", "sync: receiving node"], rows)
     text.append(f"The busier node of an INVOKE runs {busiest_call:.0f} instructions a call, "
                 f"of a sync {busiest_sync:.0f} a sync: **{ratio:.2f}x** the work, against "
-                f"{invoke_ns / sync_ns:.2f}x the time measured above. Where the time ratio "
-                "is above 3, this is the part of it no scheduling removes: each node does "
-                "that much more per INVOKE; the rest is the sockets' system calls, which "
-                "carry a call's frame and its reply's per INVOKE against one sync frame.")
+                f"{invoke_ns / sync_ns:.2f}x the time measured above. The work ratio is the "
+                "part of the time ratio that no change of waiting or scheduling removes; "
+                "what instructions do not count makes the rest: the sockets' system calls "
+                "(per INVOKE a call frame out and a reply frame back, per sync one frame) "
+                "and memory stalls.")
     text.append("")
     return text
