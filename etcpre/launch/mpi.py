@@ -239,24 +239,17 @@ class Launcher:
         except OSError as exc:
             raise LaunchError(f"cannot start {self.cmd[0]}: {exc.strerror}") from None
         assert proc.stdout and proc.stderr
-        for f, kind in ((proc.stdout, "out"), (proc.stderr, "err")):
-            os.set_blocking(f.fileno(), False)
-            self.sel.register(f, selectors.EVENT_READ, kind)
-        stop_sent: float | None = None
-        while self.sel.get_map():
-            if (self.interrupted or self.output_error) and stop_sent is None:
-                stop_sent = time.monotonic()
-                _signal_group(proc.pid, signal.SIGTERM)
-            if stop_sent is not None and time.monotonic() - stop_sent > STOP_GRACE:
-                _signal_group(proc.pid, signal.SIGKILL)
-                break
-            for key, _ in self.sel.select(0.2):
-                data = read_pipe(key.fd)
-                if data is None:
-                    continue
-                self.relay(key.data, data, eof=not data)
-                if not data:
-                    self.sel.unregister(key.fileobj)
+        pipes = ((proc.stdout, "out"), (proc.stderr, "err"))
+        try:
+            for f, kind in pipes:
+                os.set_blocking(f.fileno(), False)
+                self.sel.register(f, selectors.EVENT_READ, kind)
+            self._relay(proc)
+        finally:  # the pipes are ours: closed however the relay ended
+            for f, _ in pipes:
+                if f in {key.fileobj for key in self.sel.get_map().values()}:
+                    self.sel.unregister(f)
+                f.close()
         status = proc.wait()
         _signal_group(proc.pid, signal.SIGKILL)  # nothing of the run outlives it
         for stream in ("out", "err"):
@@ -279,6 +272,26 @@ class Launcher:
                 self._write("err", "".join(x + "\n" for x in self.held).encode())
             self._write("err", f"etc: error: {why}\n".encode())
         return status if status > 0 else 1
+
+
+    def _relay(self, proc: subprocess.Popen[bytes]) -> None:
+        """The launcher's output to ours until both its pipes end, or until it has
+        been stopped (an interrupt, our output gone) and the grace is over."""
+        stop_sent: float | None = None
+        while self.sel.get_map():
+            if (self.interrupted or self.output_error) and stop_sent is None:
+                stop_sent = time.monotonic()
+                _signal_group(proc.pid, signal.SIGTERM)
+            if stop_sent is not None and time.monotonic() - stop_sent > STOP_GRACE:
+                _signal_group(proc.pid, signal.SIGKILL)
+                return
+            for key, _ in self.sel.select(0.2):
+                data = read_pipe(key.fd)
+                if data is None:
+                    continue
+                self.relay(key.data, data, eof=not data)
+                if not data:
+                    self.sel.unregister(key.fileobj)
 
 
 def _signal_group(pid: int, sig: int) -> None:
