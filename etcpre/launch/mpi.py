@@ -273,7 +273,6 @@ class Launcher:
             self._write("err", f"etc: error: {why}\n".encode())
         return status if status > 0 else 1
 
-
     def _relay(self, proc: subprocess.Popen[bytes]) -> None:
         """The launcher's output to ours until both its pipes end, or until it has
         been stopped (an interrupt, our output gone) and the grace is over."""

@@ -246,7 +246,6 @@ void etc_bad_message(int src, int type, size_t len)
     etc_fatal("malformed message (type %d, %zu bytes) from node %d", type, len, src);
 }
 
-
 static void handle_sync(int src, int type, const void *body, size_t len)
 {
     msg_sync m;
