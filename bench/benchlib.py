@@ -24,6 +24,10 @@ BENCH = ROOT / "bench"
 OUT = BENCH / "out"  # binaries and scratch (not committed)
 PLOTS = BENCH / "plots"
 BIN = Path(sys.executable).parent
+# an etc SYNC frame on the wire (net/common/wire.h): an 8-byte header and the slot's
+# 8-byte address; the raw ping-pongs that etc's round trips are compared with send
+# messages of its size
+SYNC_FRAME_BYTES = 16
 
 
 class BenchError(Exception):

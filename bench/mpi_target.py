@@ -11,12 +11,22 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from benchlib import BENCH, OUT, ROOT, Section, etcc, etcrun, median_of, number, run, table
+from benchlib import (
+    BENCH,
+    OUT,
+    ROOT,
+    SYNC_FRAME_BYTES,
+    Section,
+    etcc,
+    etcrun,
+    median_of,
+    number,
+    run,
+    table,
+)
 
 from etcpre import toolchain
 from etcpre.launch import mpi as mpi_launch
-
-SYNC_BYTES = 24  # an etc SYNC frame: header and slot, as the tcp baseline uses
 
 
 def raw_mpi(prog: Path, *args: str) -> float:
@@ -65,8 +75,8 @@ def bench(quick: bool) -> Section:
     rtt, raw_rtt, polled, pipe, blk, raw_bw, f_mpi, f_smp = [], [], [], [], [], [], [], []
     for _ in range(reps):
         rtt.append(ops(prog, "sync_seq", 20_000, 0)[0])
-        raw_rtt.append(raw_mpi(peer, "pingpong", "20000", str(SYNC_BYTES)))
-        polled.append(raw_mpi(peer, "polled", "20000", str(SYNC_BYTES)))
+        raw_rtt.append(raw_mpi(peer, "pingpong", "20000", str(SYNC_FRAME_BYTES)))
+        polled.append(raw_mpi(peer, "polled", "20000", str(SYNC_FRAME_BYTES)))
         pipe.append(ops(prog, "sync_pipe", 200_000 if quick else 1_000_000, 0)[0])
         blk.append(ops(prog, "blkmov", 64, mb)[1])
         raw_bw.append(raw_mpi(peer, "stream", "500", str(mb)))
@@ -81,7 +91,7 @@ def bench(quick: bool) -> Section:
             f"etcrun); raw MPI is bench/peers/mpi_pingpong.c on 2 ranks started the same way; "
             f"median of {reps} rounds, each etc figure next to its baseline.", "")
     sec.add(*table(["what", "etc mpi", "baseline", "etc / baseline"], [
-        [f"sync round trip (µs) vs MPI ping-pong of {SYNC_BYTES} bytes", median_of(rtt) / 1e3,
+        [f"sync round trip (µs) vs MPI ping-pong of {SYNC_FRAME_BYTES} bytes", median_of(rtt) / 1e3,
          median_of(raw_rtt) / 1e3, r_rtt],
         ["sync round trip (µs) vs the same ping-pong polled (MPI_Isend, a receive posted "
          "ahead, MPI_Test)", median_of(rtt) / 1e3, median_of(polled) / 1e3, r_polled],

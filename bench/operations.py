@@ -15,6 +15,7 @@ import invoke_cost
 from benchlib import (
     BENCH,
     OUT,
+    SYNC_FRAME_BYTES,
     BenchError,
     Section,
     cc,
@@ -50,6 +51,7 @@ T63 = {("write", 1): (282, 5933), ("write", 2): (272, 5882), ("write", 4): (256,
        ("read", 4): (307, 5900), ("read", 8): (333, 5677)}
 # Table 6.4: block moves, MB/s
 T64 = {"local": 243.22, "remote": 95.06}
+
 
 
 class Ops:
@@ -367,7 +369,8 @@ def smp_goals(r: dict[str, float]) -> list[str]:
 def tcp_baselines(r: dict[str, float], quick: bool, ops: Ops) -> list[str]:
     prog = cc([BENCH / "peers" / "tcp_pingpong.c"], OUT / "peers" / "tcp_pingpong")
     reps = 3 if quick else 5
-    blocking_rtt = median_of([float(run([str(prog), "pingpong", "20000", "24"]).stdout)
+    frame = str(SYNC_FRAME_BYTES)
+    blocking_rtt = median_of([float(run([str(prog), "pingpong", "20000", frame]).stdout)
                               for _ in range(reps)])
     # etc's round trip and the spinning raw one (the faster: blocking sockets wait
     # for a wake-up) taken in turn, the goal's ratio the median of the pairs':
@@ -376,7 +379,7 @@ def tcp_baselines(r: dict[str, float], quick: bool, ops: Ops) -> list[str]:
     for _ in range(5 if quick else 9):
         ours = ops.measure("sync_seq", 20_000, 0, 1, rounds=1)
         assert isinstance(ours, float)
-        rtt_pairs.append((ours, float(run([str(prog), "pingpong", "20000", "24",
+        rtt_pairs.append((ours, float(run([str(prog), "pingpong", "20000", frame,
                                             "spin"]).stdout)))
     rtt_ratio = median_of([a / b for a, b in rtt_pairs])
     # the block move and the raw streams taken in turn, so that both see the
@@ -397,7 +400,8 @@ def tcp_baselines(r: dict[str, float], quick: bool, ops: Ops) -> list[str]:
     blk_ratio = median_of([e / max(a, b) for e, a, b in zip(samples["etc"], samples[""],
                                                             samples["spin"], strict=True)])
     lines = ["**Against raw sockets, same run** (two processes on loopback, TCP_NODELAY, "
-             "24-byte messages like an etc sync frame; `spin` = non-blocking sockets that "
+             f"{SYNC_FRAME_BYTES}-byte messages like an etc sync frame; `spin` = non-blocking "
+             "sockets that "
              "busy-poll, as etc's idle nodes do before they sleep, `blocking` = plain "
              "blocking calls):", ""]
     lines += table(["what", "etc", "raw blocking", "raw spin", "etc / best raw"], [
