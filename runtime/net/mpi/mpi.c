@@ -140,6 +140,7 @@ static struct {
     int *bye;      /* per node: it said goodbye (sends to it are dropped) */
     int oversubscribed;
     double sleep_min, sleep_max; /* P4: SLEEP_MIN and SLEEP_MAX times the ranks per CPU */
+    double sleep_growth;         /* P4: each sleep step this many times the last */
     recv_slot rx[RECVS];
     int rx_head;   /* the oldest posted receive: the next to handle */
     int rx_unposted; /* the slots just before rx_head, handled, not yet posted again */
@@ -572,8 +573,9 @@ void etc_net_wait(double seconds)
         if (end >= 0 && end - now < s)
             s = end - now;
         sleep_for(s);
-        if (step < mpi.sleep_max)
-            step *= 2;
+        step *= mpi.sleep_growth;
+        if (step > mpi.sleep_max)
+            step = mpi.sleep_max;
     }
 }
 
@@ -839,6 +841,13 @@ void etc_net_start(int want, int *node_id, int *num_nodes)
     double factor = (double)(per_cpu > SLEEP_MAX_FACTOR ? SLEEP_MAX_FACTOR : per_cpu);
     mpi.sleep_min = SLEEP_MIN * factor;
     mpi.sleep_max = SLEEP_MAX * factor;
+    mpi.sleep_growth = 2;
+    if (mpi.oversubscribed) {
+        /* each message restarts the steps from the shortest, and a wake-up that
+         * finds one is dearer than an empty one: fewer, longer steps */
+        mpi.sleep_max *= 2;
+        mpi.sleep_growth = 4;
+    }
     mpi.bye = calloc((size_t)mpi.n, sizeof *mpi.bye);
     mpi.frag = calloc((size_t)mpi.n, sizeof *mpi.frag);
     mpi.put_tag = calloc((size_t)mpi.n, sizeof *mpi.put_tag);
