@@ -53,7 +53,6 @@ T63 = {("write", 1): (282, 5933), ("write", 2): (272, 5882), ("write", 4): (256,
 T64 = {"local": 243.22, "remote": 95.06}
 
 
-
 class Ops:
     def __init__(self, target: str, repeats: int, layout: str = "default") -> None:
         self.target = target
@@ -401,9 +400,8 @@ def tcp_baselines(r: dict[str, float], quick: bool, ops: Ops) -> list[str]:
                                                             samples["spin"], strict=True)])
     lines = ["**Against raw sockets, same run** (two processes on loopback, TCP_NODELAY, "
              f"{SYNC_FRAME_BYTES}-byte messages like an etc sync frame; `spin` = non-blocking "
-             "sockets that "
-             "busy-poll, as etc's idle nodes do before they sleep, `blocking` = plain "
-             "blocking calls):", ""]
+             "sockets that busy-poll, as etc's idle nodes do before they sleep, `blocking` = "
+             "plain blocking calls):", ""]
     lines += table(["what", "etc", "raw blocking", "raw spin", "etc / best raw"], [
         ["sync round trip (µs)", ours_rtt / 1e3, blocking_rtt / 1e3,
          median_of([b for _, b in rtt_pairs]) / 1e3, rtt_ratio],

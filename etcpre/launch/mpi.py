@@ -247,7 +247,7 @@ class Launcher:
             self._relay(proc)
         finally:  # the pipes are ours: closed however the relay ended
             for f, _ in pipes:
-                if f in {key.fileobj for key in self.sel.get_map().values()}:
+                if f in self.sel.get_map():
                     self.sel.unregister(f)
                 f.close()
         status = proc.wait()
