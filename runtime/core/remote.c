@@ -428,8 +428,6 @@ void etc_deliver(int src, int type, const void *body, size_t len)
     etc_trace_msg trace_outer; /* the handler acts for the thread that sent it */
     etc_trace_receive(&trace_outer, &body, &len, src, type);
 #endif
-    const etc_rq *rq = &etc_rts.rq;
-    size_t tail = rq->tail;
     ETC_PART_BEGIN(etc_prof_part_of_message(type));
     if (h->work)
         etc_term_work_received(); /* W1 */
@@ -441,9 +439,4 @@ void etc_deliver(int src, int type, const void *body, size_t len)
 #ifdef ETC_CHECK
     etc_check_received(&outer);
 #endif
-    /* S1: a message that enabled threads on an empty ready queue (handlers only
-     * push at the tail), delivered by a poll of the scheduler's, has them run
-     * here, before the next message */
-    if (rq->tail != tail && rq->head == tail && etc_rts.priv->poll_runs)
-        etc_run_enabled(rq->tail - tail);
 }

@@ -87,8 +87,6 @@ typedef struct etc_adapt {
 
 typedef struct etc_node_private {
     int in_thread_poll; /* inside POLL() in a running thread: busy */
-    int poll_runs;      /* the scheduler polls between threads: etc_deliver may run them */
-    int ran_in_poll;    /* etc_deliver ran threads: the idle loop starts over */
     const etc_lb_ops *lb;
     void *lb_state;
     uint64_t rng;
@@ -128,10 +126,6 @@ static inline void etc_take_message(void *m, size_t size, const void *body, size
         etc_bad_message(src, type, len);
     memcpy(m, body, size);
 }
-
-/* sched.c: the threads one message enabled, run by etc_deliver while the
- * scheduler polls between threads (etc_node_private.poll_runs) */
-void etc_run_enabled(size_t count);
 
 /* balance.c */
 void etc_balance_init(const char *name);

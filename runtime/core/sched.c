@@ -54,62 +54,12 @@ static inline int net_quiet(const boundary_state *b)
     return b->word && atomic_load_explicit(b->word, memory_order_relaxed) == etc_net_key;
 }
 
-/* S1: the threads a message enables on an empty ready queue, delivered by a
- * poll of the scheduler's, run at once, inside the poll (etc_deliver): they are
- * what the scheduler would run next, in the same order, and a poll's whole batch
- * queued before the first of them ran made a pipelined remote INVOKE a quarter
- * slower. An idle node then leaves its idle loop, as after any thread. The
- * profiling and tracing builds leave them to the scheduler, so that no thread
- * runs inside an idle period they measure. */
-#if defined(ETC_PROF) || defined(ETC_TRACE)
-#define POLL_RUNNING(call) call
-#else
-#define POLL_RUNNING(call)                \
-    do {                                  \
-        etc_rts.priv->poll_runs = 1;      \
-        call;                             \
-        etc_rts.priv->poll_runs = 0;      \
-    } while (0)
-#endif
-
-/* One thread of the ready queue (the scheduler's and etc_run_enabled's). */
-static inline void run_closure(etc_closure c)
-{
-#ifdef ETC_CHECK
-    etc_check_dispatch(&c);
-    etc_rts.running = c.ip; /* every message's origin names it */
-#endif
-#ifdef ETC_TRACE
-    etc_trace_run(c.ip, c.fp, c.trace_eid);
-#else
-    c.ip(c.fp);
-#endif
-}
-
-void etc_run_enabled(size_t count)
-{
-    etc_rq *rq = &etc_rts.rq;
-    etc_node_private *p = etc_rts.priv;
-#ifdef ETC_CHECK
-    etc_thread was_running = etc_rts.running;
-#endif
-    p->poll_runs = 0; /* the messages its threads' POLL()s deliver are queued */
-    /* from the head, as the scheduler: a RETURN's continuation goes first */
-    while (count-- && rq->head != rq->tail)
-        run_closure(rq->buf[rq->head++ & rq->mask]);
-#ifdef ETC_CHECK
-    etc_rts.running = was_running;
-#endif
-    p->poll_runs = 1;
-    p->ran_in_poll = 1;
-}
-
 /* The general boundary of a run on several nodes (run_loop, LOOP_GENERAL). */
 static inline void boundary(const boundary_state *b)
 {
     if (!net_quiet(b)) {
         ETC_PART_SET(ETC_PART_POLLING);
-        POLL_RUNNING(etc_net_boundary());
+        etc_net_boundary();
         ETC_PART_SET(ETC_PART_APPLICATION);
     }
     if (b->lb_boundary) {
@@ -172,7 +122,6 @@ static int idle(int yields)
     ETC_PART_SET(ETC_PART_IDLE);
     int polls = 0, steps = 0, over = 0;
     double spin_end = -1; /* set at the first step */
-    p->ran_in_poll = 0;
 #ifdef ETC_PROF
     double t0 = etc_time();
     uint64_t tokens_before = etc_rts.prof.tokens_received;
@@ -182,10 +131,9 @@ static int idle(int yields)
 #endif
     etc_term_enter_idle();
     for (;;) {
-        int got;
-        POLL_RUNNING(got = etc_net_poll());
-        if (etc_work_here() || p->ran_in_poll)
-            break; /* threads ran: as after any, the node leaves idle (W2) */
+        int got = etc_net_poll();
+        if (etc_work_here())
+            break;
         if (p->term.over) { /* no balancer step: the other nodes are leaving */
             over = 1;
             break;
@@ -234,7 +182,7 @@ static int idle(int yields)
         double due = etc_term_wait_hint(); /* (its own clock read: before a wait) */
         if (due >= 0 && (wait < 0 || due < wait))
             wait = due;
-        POLL_RUNNING(etc_net_wait(wait));
+        etc_net_wait(wait);
         steps = yields / 2;
         spin_end = etc_time() + SPIN_SECONDS / 2;
     }
@@ -274,7 +222,18 @@ static inline __attribute__((always_inline)) void run_loop(int kind, const bound
     _Atomic uint64_t *const word = b->word;
     for (;;) {
         if (rq->head != rq->tail) {
-            run_closure(rq->buf[rq->head++ & rq->mask]);
+            etc_closure c = rq->buf[rq->head++ & rq->mask];
+#ifdef ETC_CHECK
+            etc_check_dispatch(&c);
+#endif
+#ifdef ETC_CHECK
+            etc_rts.running = c.ip; /* every message's origin names it */
+#endif
+#ifdef ETC_TRACE
+            etc_trace_run(c.ip, c.fp, c.trace_eid);
+#else
+            c.ip(c.fp);
+#endif
         } else if (tq->head != tq->tail) {
             etc_tok t = tq->buf[--tq->tail & tq->mask];
             if (kind != LOOP_ONE_NODE && tq->head == tq->tail)
@@ -295,7 +254,7 @@ static inline __attribute__((always_inline)) void run_loop(int kind, const bound
         if (kind == LOOP_ONE_WORD) {
             if (atomic_load_explicit(word, memory_order_relaxed) != etc_net_key) {
                 ETC_PART_SET(ETC_PART_POLLING);
-                POLL_RUNNING(etc_net_boundary());
+                etc_net_boundary();
                 ETC_PART_SET(ETC_PART_APPLICATION);
             }
         } else if (kind == LOOP_GENERAL) {

@@ -54,10 +54,7 @@
  *                 etc_net_boundary and etc_net_wait (and may be during
  *                 finish); a handler may call send, put, flush,
  *                 read_remote, write_remote and max_message; a nested poll
- *                 returns 0; called from the scheduler, etc_deliver may run
- *                 the threads the message enabled (core S1), long ones too:
- *                 the layer's output must be whole, and move on as in any
- *                 thread;
+ *                 returns 0;
  *   N6 boundary   see etc_net_boundary_word;
  *   N7 finish     etc_net_finish pushes out every queued message and output
  *                 line; what arrives after it started may be delivered or

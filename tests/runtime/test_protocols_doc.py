@@ -14,16 +14,15 @@ CITING = [*ROOT.glob("runtime/**/*.c"), *ROOT.glob("runtime/**/*.h"),
 
 
 def defined_rules() -> set[str]:
-    return set(re.findall(r"\*\*([NMFRTLWPAS]\d+)\*\*", DOC))
+    return set(re.findall(r"\*\*([NMFRTLWPA]\d+)\*\*", DOC))
 
 
 def test_every_rule_the_code_cites_is_defined() -> None:
     defined = defined_rules()
-    assert {"N1", "N10", "M1", "F4", "R12", "T10", "L6", "W6", "P1", "P9", "A1", "A4",
-            "S1"} <= defined
+    assert {"N1", "N10", "M1", "F4", "R12", "T10", "L6", "W6", "P1", "P9", "A1", "A4"} <= defined
     missing = {}
     for path in CITING:
-        for rule in re.findall(r"\b([NMFRTLWPAS]\d{1,2})\b", path.read_text()):
+        for rule in re.findall(r"\b([NMFRTLWPA]\d{1,2})\b", path.read_text()):
             if rule not in defined:
                 missing.setdefault(rule, []).append(str(path.relative_to(ROOT)))
     assert not missing, f"cited in the code, not defined in docs/protocols.md: {missing}"

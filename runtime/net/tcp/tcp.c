@@ -515,14 +515,6 @@ static int deliver_frames(int k)
     int count = 0, r;
     etc_wire_hdr h;
     const unsigned char *body;
-    /* T6: a handler may run a thread (core S1), a long one too: meanwhile the
-     * watcher sees the node neither inside the layer (the output buffers are
-     * whole; only this input is being read) nor asleep, and nudges as usual */
-    sig_atomic_t layer_was = tcp.in_layer;
-    int waiting_was = atomic_load_explicit(&tcp.waiting, memory_order_relaxed);
-    atomic_store_explicit(&tcp.waiting, 0, memory_order_relaxed);
-    tcp.in_layer = 0;
-    atomic_signal_fence(memory_order_seq_cst);
     while ((r = etc_wire_next(&p->in, MAX_MESSAGE, &h, &body)) != 0) {
         if (r < 0)
             bad_frame(k, "oversized");
@@ -544,9 +536,6 @@ static int deliver_frames(int k)
             bad_frame(k, "a fragment out of sequence");
         count += got;
     }
-    atomic_signal_fence(memory_order_seq_cst);
-    tcp.in_layer = layer_was;
-    atomic_store_explicit(&tcp.waiting, waiting_was, memory_order_relaxed);
     return count;
 }
 
