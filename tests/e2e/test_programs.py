@@ -72,6 +72,8 @@ PROGRAMS = [
             what="tokens give the same result anywhere"),
     Program("stress.tc", ("300000",), lambda n: stress_line(n, 300000),
             what="nothing lost or duplicated"),
+    Program("poll_wait.tc", (), lambda n: f"poll wait: {n} waiters done\n",
+            what="POLL() in a thread a message started delivers the messages it waits for"),
     # What does not fit in a channel waits in the sender's layer; a sender that
     # never goes idle must still move it on at its thread boundaries (the nop
     # balancer sends nothing that would make it poll).
