@@ -76,7 +76,14 @@
  *                 only for the next message of its channel, every earlier one
  *                 delivered, and its handler then runs through
  *                 etc_deliver_placed, inside the same calls as N5;
- *   N12 put       see etc_net_put.
+ *   N12 put       see etc_net_put;
+ *   N13 batch end when etc_deliver returns 1 (the message enabled threads
+ *                 on an empty ready queue) a layer may stop delivering from
+ *                 that channel and return,
+ *                 holding what else has come on it for a later call, so that
+ *                 those threads run before more work queues behind them; it
+ *                 delivers what it holds at the next boundary, poll or wait
+ *                 (N3), before it reads anything new from that channel.
  */
 
 /* The layer's name and the marker etcrun reads from the program (below). */
@@ -190,8 +197,9 @@ void etc_net_urged(void);
  * layer against a stand-in core that defines nothing else. */
 
 /* Runs the handler of one message (N5). `body` need not be aligned and is the
- * layer's again when the call returns. */
-void etc_deliver(int src, int type, const void *body, size_t len);
+ * layer's again when the call returns. Returns 1 when the message enabled
+ * threads on an empty ready queue (N13). */
+int etc_deliver(int src, int type, const void *body, size_t len);
 
 /* N11: a layer that has the first `have` bytes of a message of `len` bytes
  * (`head`, unaligned) may ask where the rest belongs: the address for the body's
