@@ -33,6 +33,7 @@ CASES: list[tuple[Path, list[str]]] = [
     (PROGRAMS / "lb_knary.tc", ["3", "4", "1", "200"]),
     (PROGRAMS / "lb_queens.tc", ["8", "2"]),
     (PROGRAMS / "leak.tc", []),
+    (PROGRAMS / "poll_wait.tc", []),
     (PROGRAMS / "prof_parts.tc", ["0.01"]),
     (PROGRAMS / "quiescence.tc", []),
     (PROGRAMS / "remote_ops.tc", []),
