@@ -415,11 +415,9 @@ static const handler_entry *entry(int type)
     return type > 0 && type < ETC_NET_TYPES ? &handlers[type] : &no_handler;
 }
 
-int etc_deliver(int src, int type, const void *body, size_t len)
+void etc_deliver(int src, int type, const void *body, size_t len)
 {
     const handler_entry *h = entry(type);
-    const etc_rq *rq = &etc_rts.rq;
-    size_t tail = rq->tail;
     if (!h->fn)
         etc_bad_message(src, type, len);
 #ifdef ETC_CHECK
@@ -441,6 +439,4 @@ int etc_deliver(int src, int type, const void *body, size_t len)
 #ifdef ETC_CHECK
     etc_check_received(&outer);
 #endif
-    /* N13: threads on a ready queue that was empty (handlers only push at its tail) */
-    return rq->tail != tail && rq->head == tail;
 }

@@ -76,15 +76,7 @@
  *                 only for the next message of its channel, every earlier one
  *                 delivered, and its handler then runs through
  *                 etc_deliver_placed, inside the same calls as N5;
- *   N12 put       see etc_net_put;
- *   N13 batch end when etc_deliver returns 1 (the message enabled threads
- *                 on an empty ready queue) a layer may stop delivering from
- *                 that channel and return, holding what else has come on it,
- *                 so that those threads run before more work queues behind
- *                 them; at its next boundary, poll or wait (N3) it delivers
- *                 what it holds, up to the next batch end, before it reads
- *                 anything new from that channel, and it keeps its boundary
- *                 word (N6), if it has one, unequal to the key meanwhile.
+ *   N12 put       see etc_net_put.
  */
 
 /* The layer's name and the marker etcrun reads from the program (below). */
@@ -100,9 +92,8 @@ void etc_net_start(int want, int *node_id, int *num_nodes);
  * another node (never to this one: the core handles local work itself). */
 void etc_net_send(int dest, int type, const void *a, size_t alen, const void *b, size_t blen);
 
-/* Delivers every message that has arrived, through etc_deliver() (or, where
- * the layer holds frames, those, up to a batch end: N13); returns how many.
- * Called at thread boundaries, by POLL(), and while idle. */
+/* Delivers every message that has arrived, through etc_deliver(); returns how
+ * many. Called at thread boundaries, by POLL(), and while idle. */
 int etc_net_poll(void);
 
 /* Called at a thread boundary when the inline test (etc_net_boundary_word)
@@ -122,8 +113,7 @@ _Atomic uint64_t *etc_net_boundary_word(void);
 /* Pushes out messages a layer holds back to coalesce them. */
 void etc_net_flush(void);
 
-/* Blocks until a message may have arrived, at most `seconds` (< 0: no limit);
- * not while the layer holds frames (N13). */
+/* Blocks until a message may have arrived, at most `seconds` (< 0: no limit). */
 void etc_net_wait(double seconds);
 
 /* Single-copy access to another node's memory where the layer allows it
@@ -200,9 +190,8 @@ void etc_net_urged(void);
  * layer against a stand-in core that defines nothing else. */
 
 /* Runs the handler of one message (N5). `body` need not be aligned and is the
- * layer's again when the call returns. Returns 1 when the message enabled
- * threads on an empty ready queue (N13). */
-int etc_deliver(int src, int type, const void *body, size_t len);
+ * layer's again when the call returns. */
+void etc_deliver(int src, int type, const void *body, size_t len);
 
 /* N11: a layer that has the first `have` bytes of a message of `len` bytes
  * (`head`, unaligned) may ask where the rest belongs: the address for the body's

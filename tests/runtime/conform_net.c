@@ -33,9 +33,6 @@
  *               prints a line, and calls etc_net_finish at once (N7, N10);
  *               node 0 checks everything arrived, prints the summary and a
  *               last line without a newline, and finishes.
- * The stand-in core says that every seventh data message of a pair enabled
- * threads on an empty ready queue (N13): a layer that then holds the rest of
- * its batch must still deliver it, in order, at its next boundary, poll or wait.
  * Every message carries its sender and a sequence number per pair, and its
  * bytes follow a pattern: any loss, duplicate, reordering or corruption is a
  * failure, reported as `etc: error: node K: conformance: ...` through
@@ -262,10 +259,7 @@ static uint64_t *got(int phase, int src)
     return &cf.got[(size_t)phase * (size_t)cf.n + (size_t)src];
 }
 
-/* Returns 1 (N13: the message enabled threads on an empty ready queue, so the
- * layer may hold the rest of its batch) for every seventh data message of a
- * pair: what a layer holds must still come, in order, at its next call. */
-int etc_deliver(int src, int type, const void *body, size_t len)
+void etc_deliver(int src, int type, const void *body, size_t len)
 {
     if (src < 0 || src >= cf.n || src == cf.me)
         fail("a message from node %d, which is not another node of %d", src, cf.n);
@@ -273,7 +267,7 @@ int etc_deliver(int src, int type, const void *body, size_t len)
         if (len != 0 || !cf.empty_due[src])
             fail("an empty message (%zu bytes) from node %d out of its place", len, src);
         cf.empty_due[src] = 0;
-        return 0;
+        return;
     }
     if (type != T_DATA && type != T_CTRL && type != T_TOP && type != T_PUT)
         fail("a message of type %d from node %d, which nobody sent", type, src);
@@ -313,7 +307,7 @@ int etc_deliver(int src, int type, const void *body, size_t len)
         cf.empty_due[src] = h.what == 1;
         if (h.phase == P_BURST && *got(P_BURST, src) == BURST)
             send_ctrl(src, C_CONFIRM, P_BURST); /* N5: a handler may send */
-        return h.seq % 7 == 3;
+        return;
     }
     switch (h.what) {
     case C_DONE:
@@ -337,7 +331,6 @@ int etc_deliver(int src, int type, const void *body, size_t len)
     default:
         fail("a control message %u from node %d", h.what, src);
     }
-    return 0;
 }
 
 /* N11: a layer may receive the rest of a big data message in place: here into a

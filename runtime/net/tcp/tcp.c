@@ -92,7 +92,6 @@ typedef struct {
     int place_type;
     int head_next; /* the frame after it may be the next piece: read its head alone */
     unsigned char place_head[PLACE_HEAD]; /* its first place_at bytes */
-    int held; /* T11: its input may hold whole frames a batch's end left */
     char addr[80];
 } peer;
 
@@ -122,8 +121,6 @@ static struct {
     _Atomic int waiting;            /* ... and asleep in etc_net_wait, for the watcher */
     _Atomic unsigned long flushes;  /* flush_all calls, for the watcher (T6) */
     int polling;
-    int held;         /* T11: some peer's input may hold whole frames (peer.held) */
-    int held_from;    /* ... the peer deliver_held looks at first */
     etc_gate gate;    /* polling at thread boundaries */
 } tcp;
 
@@ -511,13 +508,11 @@ int etc_net_put(int dest, void *remote_dst, const void *src, size_t n, int type,
 
 /* ---------------------------------------------------------------- receiving */
 
-/* Parses and delivers the complete frames in a peer's input: all of them, or up
- * to one that enabled threads on an empty ready queue (T11). */
+/* Parses and delivers every complete frame in a peer's input. */
 static int deliver_frames(int k)
 {
     peer *p = &tcp.peers[k];
     int count = 0, r;
-    p->held = 0;
     etc_wire_hdr h;
     const unsigned char *body;
     while ((r = etc_wire_next(&p->in, MAX_MESSAGE, &h, &body)) != 0) {
@@ -532,11 +527,8 @@ static int deliver_frames(int k)
         if (tcp.finishing)
             continue; /* N7 */
         if (!h.flags && !p->frag.buf) { /* a whole message, not inside a fragmented one */
+            etc_deliver(k, h.type, body, h.len);
             count++;
-            if (etc_deliver(k, h.type, body, h.len)) {
-                p->held = tcp.held = 1; /* T11 */
-                break;
-            }
             continue;
         }
         int got = etc_frag_receive(&p->frag, NULL, k, h.type, h.flags, body, h.len);
@@ -597,11 +589,6 @@ static int read_peer(int k)
 {
     peer *p = &tcp.peers[k];
     int count = 0;
-    if (p->held) { /* T11: what a batch's end left goes first */
-        count = deliver_frames(k);
-        if (count)
-            return count;
-    }
     for (;;) {
         if (p->place || try_place(k)) {
             ssize_t r = recv(p->fd, p->place, p->place_left, MSG_DONTWAIT);
@@ -922,43 +909,18 @@ static int poll_now(int timeout_ms)
     return count;
 }
 
-/* T11: the frames batches' ends left, the held peers in turn, without a system
- * call, up to the next batch end (tcp.held then stays set). */
-static int deliver_held(void)
-{
-    int count = 0;
-    tcp.held = 0;
-    for (int i = 0; i < tcp.n && !tcp.held; i++) {
-        int k = (tcp.held_from + i) % tcp.n;
-        if (tcp.peers[k].held) {
-            count += deliver_frames(k);
-            tcp.held_from = k + 1;
-        }
-    }
-    return count;
-}
-
-/* `held_first`: deliver held frames, and poll the sockets only if that ended
- * none (an idle node, POLL()); else (a boundary that just did) poll at once. */
-static int poll_layer(int held_first)
+int etc_net_poll(void)
 {
     if (tcp.n == 1 || tcp.polling)
         return 0;
     LAYER_ENTER();
     tcp.polling = 1;
     flush_all();
-    int count = held_first && tcp.held ? deliver_held() : 0;
-    if (!(held_first && tcp.held)) /* (else the threads it enabled go first) */
-        count += poll_now(0);
+    int count = poll_now(0);
     flush_all();
     tcp.polling = 0;
     LAYER_LEAVE();
     return count;
-}
-
-int etc_net_poll(void)
-{
-    return poll_layer(1);
 }
 
 /* A poll costs system calls, so at thread boundaries it happens at most every
@@ -970,15 +932,8 @@ int etc_net_poll(void)
  * once (etc_net_wait), and a busy one within the interval (N3). */
 void etc_net_boundary(void)
 {
-    if (tcp.held && !tcp.polling) { /* T11: held frames go on at every boundary */
-        LAYER_ENTER();
-        tcp.polling = 1;
-        deliver_held();
-        tcp.polling = 0;
-        LAYER_LEAVE();
-    }
     if (etc_gate_due(&tcp.gate)) {
-        poll_layer(0);
+        etc_net_poll();
         etc_gate_polled(&tcp.gate);
     }
 }
@@ -992,10 +947,6 @@ void etc_net_wait(double seconds)
 {
     if (tcp.n == 1 || tcp.polling)
         return; /* N5: not from inside a handler */
-    if (tcp.held) {
-        etc_net_poll(); /* T11: no wait while held frames remain */
-        return;
-    }
     LAYER_ENTER();
     flush_all();
     int ms = seconds < 0 ? -1 : (int)(seconds * 1000.0 + 0.999);
