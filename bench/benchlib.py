@@ -83,8 +83,10 @@ def cc(srcs: Sequence[Path], out: Path, *flags: str, cxx: bool = False) -> Path:
 
 
 def etcrun(prog: Path, *args: str, nodes: int = 1, env: dict[str, str] | None = None,
-           timeout: float = 600) -> subprocess.CompletedProcess[str]:
-    return run([str(BIN / "etcrun"), "-n", str(nodes), str(prog), *args],
+           timeout: float = 600, cpus: str | None = None) -> subprocess.CompletedProcess[str]:
+    """Runs prog on `nodes` nodes; with `cpus` (taskset's list), every node on those."""
+    pin = ["taskset", "-c", cpus] if cpus else []
+    return run([*pin, str(BIN / "etcrun"), "-n", str(nodes), str(prog), *args],
                env={**os.environ, **(env or {})}, timeout=timeout)
 
 

@@ -9,6 +9,7 @@ the same run: memcpy for block moves, a raw TCP ping-pong and stream for tcp.
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 
 import invoke_cost
@@ -64,13 +65,14 @@ class Ops:
 
     def measure(self, test: str, count: int, arg: int = 0, node: int = 0,
                 extra: str | None = None, env: dict[str, str] | None = None,
-                rounds: int | None = None) -> float | tuple[float, float]:
+                rounds: int | None = None, cpus: str | None = None
+                ) -> float | tuple[float, float]:
         """Median ns per operation (and MB/s where there is one) of `rounds` runs
-        (the object's repeats unless given)."""
+        (the object's repeats unless given), on the CPUs `cpus` if given."""
         ns, mbs, extras = [], [], []
         for _ in range(rounds or self.repeats):
             out = etcrun(self.prog, test, str(count), str(arg), str(node),
-                         nodes=self.nodes, env=env).stdout
+                         nodes=self.nodes, env=env, cpus=cpus).stdout
             line = next(x for x in out.splitlines() if x.startswith(test + " "))
             f = line.split()
             ns.append(float(f[3]))
@@ -437,9 +439,32 @@ def tcp_baselines(r: dict[str, float], quick: bool, ops: Ops) -> list[str]:
                  f"{median_of([s for _, s in pairs]):.1f} ns; "
                  f"{'met' if invoke <= 3 else 'not met'}).")
     lines.append("")
+    lines += one_cpu_invoke(ops, quick)
     lines += invoke_cost.lines(median_of([c for c, _ in pairs]),
                                median_of([s for _, s in pairs]))
     return lines
+
+
+def one_cpu_invoke(ops: Ops, quick: bool) -> list[str]:
+    """The INVOKE/sync ratio with both nodes on one CPU: what the second vCPU's
+    capacity (1.0x to 2.0x of one, swinging within the hour) does to the ratio
+    above drops out, leaving both nodes' work and the switches between them."""
+    if subprocess.run(["taskset", "-c", "0", "true"], capture_output=True,
+                      check=False).returncode != 0:
+        return ["(No one-CPU INVOKE/sync ratio: taskset does not run here.)", ""]
+    pairs = []
+    for _ in range(5 if quick else 9):
+        sync = ops.measure("sync_pipe", 1_000_000, 0, 1, rounds=1, cpus="0")
+        call = ops.measure("call_pipe", 100_000, 1, 1, rounds=1, cpus="0")
+        assert isinstance(sync, float) and isinstance(call, float)
+        pairs.append((call, sync))
+    ratio = median_of([c / s for c, s in pairs])
+    return [f"The same pairs with both nodes on one CPU (`taskset -c 0`), where the other "
+            "vCPU's swinging capacity plays no part and the nodes take turns: a pipelined "
+            f"remote INVOKE takes **{ratio:.2f}x** a pipelined remote sync, the median of "
+            f"{len(pairs)} ratios (medians {median_of([c for c, _ in pairs]):.1f} ns against "
+            f"{median_of([s for _, s in pairs]):.1f} ns). This is the ratio of both nodes' "
+            "work and switches together; the goal is the one above.", ""]
 
 
 def cold_memcpy(quick: bool) -> list[str]:
