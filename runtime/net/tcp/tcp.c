@@ -326,7 +326,7 @@ static void closed_log_flush(int force)
     pthread_mutex_unlock(&closed_log.lock);
 }
 
-static void bad_frame(int k, const char *why)
+static void __attribute__((noreturn)) bad_frame(int k, const char *why)
 {
     etc_fatal("bad frame from node %d (%s): %s", k, tcp.peers[k].addr, why);
 }
@@ -508,16 +508,31 @@ int etc_net_put(int dest, void *remote_dst, const void *src, size_t n, int type,
 
 /* ---------------------------------------------------------------- receiving */
 
-/* Parses and delivers every complete frame in a peer's input. */
+/* Parses and delivers every complete frame in a peer's input. Nothing else
+ * moves the input while this runs (handlers never poll, N5), so its cursor
+ * stays in registers across the handlers' calls and is stored back once: the
+ * loop runs once per message received. */
 static int deliver_frames(int k)
 {
     peer *p = &tcp.peers[k];
-    int count = 0, r;
+    const unsigned char *const buf = p->in.buf;
+    const size_t len = p->in.len;
+    size_t off = p->in.off;
+    int count = 0;
     etc_wire_hdr h;
-    const unsigned char *body;
-    while ((r = etc_wire_next(&p->in, MAX_MESSAGE, &h, &body)) != 0) {
-        if (r < 0)
+    while (len - off >= sizeof h) {
+        memcpy(&h, buf + off, sizeof h);
+        if (h.len > MAX_MESSAGE)
             bad_frame(k, "oversized");
+        if (len - off - sizeof h < h.len)
+            break; /* not all there yet */
+        const unsigned char *body = buf + off + sizeof h;
+        off += sizeof h + h.len;
+        if (h.type - 1u < ETC_NET_TYPES - 1u && !h.flags && !p->frag.buf && !tcp.finishing) {
+            etc_deliver(k, h.type, body, h.len); /* a whole message: most */
+            count++;
+            continue;
+        }
         if (h.type == NET_BYE && h.len == 0) {
             p->bye = 1;
             continue;
@@ -526,16 +541,12 @@ static int deliver_frames(int k)
             bad_frame(k, "unknown type");
         if (tcp.finishing)
             continue; /* N7 */
-        if (!h.flags && !p->frag.buf) { /* a whole message, not inside a fragmented one */
-            etc_deliver(k, h.type, body, h.len);
-            count++;
-            continue;
-        }
         int got = etc_frag_receive(&p->frag, NULL, k, h.type, h.flags, body, h.len);
         if (got < 0)
             bad_frame(k, "a fragment out of sequence");
         count += got;
     }
+    p->in.off = off;
     return count;
 }
 
