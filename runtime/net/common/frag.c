@@ -79,7 +79,7 @@ int etc_frag_receive(etc_frag_in *in, const etc_frag_mem *mem, int src, int type
         return -1;
     unsigned char *whole_msg = in->buf;
     size_t whole_len = in->len;
-    in->buf = NULL; /* first: the handler may poll, and another message arrive */
+    in->buf = NULL; /* first: the reassembly is over whatever the handler calls */
     etc_deliver(src, type, whole_msg, whole_len);
     if (mem)
         mem->release(whole_msg);
