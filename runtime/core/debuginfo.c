@@ -41,7 +41,7 @@ typedef struct {
     int ready;      /* 1: a line table, -1: none (no -g, stripped, compressed) */
 } debug_sections;
 
-static debug_sections D;
+static debug_sections own_debug; /* the program's own sections, mapped once */
 
 #if defined(ETC_CHECK) || defined(ETC_PROF)
 /* ---------------------------------------------------------------- reading */
@@ -150,10 +150,10 @@ static int section_of(const ElfW(Ehdr) *eh, size_t size, const char *name,
 /* Maps the executable and finds its tables (once; also from a signal handler). */
 void etc_debuginfo_init(void)
 {
-    if (D.mapped)
+    if (own_debug.mapped)
         return;
-    D.mapped = -1;
-    D.ready = -1;
+    own_debug.mapped = -1;
+    own_debug.ready = -1;
     int fd = open("/proc/self/exe", O_RDONLY | O_CLOEXEC);
     if (fd < 0)
         return;
@@ -170,27 +170,28 @@ void etc_debuginfo_init(void)
         munmap(map, size);
         return;
     }
-    D.mapped = 1;
+    own_debug.mapped = 1;
     const unsigned char *syms, *names;
     size_t syms_len, names_len;
     if (section_of(eh, size, ".symtab", &syms, &syms_len) &&
         section_of(eh, size, ".strtab", &names, &names_len)) {
-        D.syms = (const ElfW(Sym) *)(const void *)syms;
-        D.nsyms = syms_len / sizeof(ElfW(Sym));
-        D.symnames = (const char *)names;
-        D.symnames_len = names_len;
+        own_debug.syms = (const ElfW(Sym) *)(const void *)syms;
+        own_debug.nsyms = syms_len / sizeof(ElfW(Sym));
+        own_debug.symnames = (const char *)names;
+        own_debug.symnames_len = names_len;
         /* where this very function is, against where the table says: the bias */
-        for (size_t i = 0; i < D.nsyms; i++) {
-            const ElfW(Sym) *y = &D.syms[i];
-            if (y->st_name < names_len && strcmp(D.symnames + y->st_name, "etc_debuginfo_init") == 0)
-                D.bias = (uintptr_t)&etc_debuginfo_init - (uintptr_t)y->st_value;
+        for (size_t i = 0; i < own_debug.nsyms; i++) {
+            const ElfW(Sym) *y = &own_debug.syms[i];
+            if (y->st_name < names_len &&
+                strcmp(own_debug.symnames + y->st_name, "etc_debuginfo_init") == 0)
+                own_debug.bias = (uintptr_t)&etc_debuginfo_init - (uintptr_t)y->st_value;
         }
     }
 #if defined(ETC_CHECK) || defined(ETC_PROF)
-    if (section_of(eh, size, ".debug_line", &D.line, &D.line_len)) {
-        section_of(eh, size, ".debug_line_str", &D.line_str, &D.line_str_len);
-        section_of(eh, size, ".debug_str", &D.str, &D.str_len);
-        D.ready = 1;
+    if (section_of(eh, size, ".debug_line", &own_debug.line, &own_debug.line_len)) {
+        section_of(eh, size, ".debug_line_str", &own_debug.line_str, &own_debug.line_str_len);
+        section_of(eh, size, ".debug_str", &own_debug.str, &own_debug.str_len);
+        own_debug.ready = 1;
     }
 #endif
 }
@@ -198,21 +199,21 @@ void etc_debuginfo_init(void)
 int etc_have_symbols(void)
 {
     etc_debuginfo_init();
-    return D.syms != NULL;
+    return own_debug.syms != NULL;
 }
 
 /* The name of the function whose code holds addr (NULL: none, or no symbols). */
 const char *etc_symbol_at(uintptr_t addr)
 {
     etc_debuginfo_init();
-    if (!D.syms || addr < D.bias)
+    if (!own_debug.syms || addr < own_debug.bias)
         return NULL;
-    uintptr_t a = addr - D.bias;
-    for (size_t i = 0; i < D.nsyms; i++) {
-        const ElfW(Sym) *y = &D.syms[i];
+    uintptr_t a = addr - own_debug.bias;
+    for (size_t i = 0; i < own_debug.nsyms; i++) {
+        const ElfW(Sym) *y = &own_debug.syms[i];
         if ((y->st_info & 0xf) == STT_FUNC && y->st_value <= a &&
-            a < y->st_value + y->st_size && y->st_name < D.symnames_len)
-            return D.symnames + y->st_name;
+            a < y->st_value + y->st_size && y->st_name < own_debug.symnames_len)
+            return own_debug.symnames + y->st_name;
     }
     return NULL;
 }
@@ -245,10 +246,10 @@ static void entry_value(cursor *c, const unit *u, uint64_t form, const char **pa
         *path = cstr(c);
         break;
     case 0x1f: /* DW_FORM_line_strp */
-        *path = str_at(D.line_str, D.line_str_len, rd(c, u->offset_size));
+        *path = str_at(own_debug.line_str, own_debug.line_str_len, rd(c, u->offset_size));
         break;
     case 0x0e: /* DW_FORM_strp */
-        *path = str_at(D.str, D.str_len, rd(c, u->offset_size));
+        *path = str_at(own_debug.str, own_debug.str_len, rd(c, u->offset_size));
         break;
     case 0x0f: /* DW_FORM_udata */
         uleb(c);
@@ -537,7 +538,7 @@ static int walk_unit(const unit *u, int (*fn)(void *ctx, const unit *u, const ra
 /* Calls fn for every unit of the table; stops when it returns 1. */
 static int walk_all(int (*fn)(void *ctx, const unit *u, const range *r), void *ctx)
 {
-    cursor c = {D.line, D.line + D.line_len, 0};
+    cursor c = {own_debug.line, own_debug.line + own_debug.line_len, 0};
     while (c.p < c.end && !c.bad) {
         unit u;
         if (!read_unit(&c, &u))
@@ -597,9 +598,9 @@ static int search_range(void *ctx, const unit *u, const range *r)
 int etc_lines_find(uintptr_t pc, const char **file, int *line)
 {
     etc_debuginfo_init();
-    if (D.ready != 1 || pc < D.bias)
+    if (own_debug.ready != 1 || pc < own_debug.bias)
         return 0;
-    search s = {(uint64_t)(pc - D.bias), (uint64_t)-1, NULL, NULL, 0, file, line, 0};
+    search s = {(uint64_t)(pc - own_debug.bias), (uint64_t)-1, NULL, NULL, 0, file, line, 0};
     walk_all(search_range, &s);
     return s.found;
 }
@@ -620,14 +621,15 @@ static int each_range(void *ctx, const unit *u, const range *r)
         e->file = r->file;
         file_name(u, r->file, &e->dir, &e->name);
     }
-    e->fn(e->ctx, (uintptr_t)r->lo + D.bias, (uintptr_t)r->hi + D.bias, e->dir, e->name, r->line);
+    e->fn(e->ctx, (uintptr_t)r->lo + own_debug.bias, (uintptr_t)r->hi + own_debug.bias, e->dir,
+          e->name, r->line);
     return 0;
 }
 
 int etc_lines_each(etc_lines_fn fn, void *ctx)
 {
     etc_debuginfo_init();
-    if (D.ready != 1)
+    if (own_debug.ready != 1)
         return 0;
     each e = {fn, ctx, (uint64_t)-1, "", ""};
     walk_all(each_range, &e);

@@ -93,7 +93,7 @@ static struct {
     uint64_t pong_seq, pong_node_ns, pong_at;
     int64_t *offsets;         /* node 0: each node's clock less node 0's, ns */
     uint64_t *rtts;           /* node 0: the round trip each was measured in */
-} T = {.fd = -1};
+} tracer = {.fd = -1};
 
 static uint64_t now_ns(void)
 {
@@ -114,47 +114,47 @@ static inline uint64_t ticks(void)
 
 static void flush_buf(void)
 {
-    const char *p = (const char *)T.buf;
-    size_t left = T.n * sizeof(trace_rec);
-    while (left && T.fd >= 0) {
-        ssize_t w = write(T.fd, p, left);
+    const char *p = (const char *)tracer.buf;
+    size_t left = tracer.n * sizeof(trace_rec);
+    while (left && tracer.fd >= 0) {
+        ssize_t w = write(tracer.fd, p, left);
         if (w < 0 && errno == EINTR)
             continue;
         if (w <= 0) {
             fprintf(stderr, "etc: warning: node %d: cannot write the trace to %s: %s; the "
-                    "rest of this node's trace is lost\n", etc_rts.node_id, T.dir,
+                    "rest of this node's trace is lost\n", etc_rts.node_id, tracer.dir,
                     strerror(w < 0 ? errno : ENOSPC));
-            close(T.fd);
-            T.fd = -1;
+            close(tracer.fd);
+            tracer.fd = -1;
             break;
         }
         p += w;
         left -= (size_t)w;
     }
-    T.n = 0;
+    tracer.n = 0;
 }
 
 static void put(uint32_t kind, uint32_t aux, uint64_t t0, uint64_t t1, uint64_t a, uint64_t b,
                 uint64_t c, uint64_t d)
 {
-    if (T.fd < 0)
+    if (tracer.fd < 0)
         return;
-    if (T.kept >= T.limit) {
-        T.dropped++;
+    if (tracer.kept >= tracer.limit) {
+        tracer.dropped++;
         return;
     }
-    T.buf[T.n++] = (trace_rec){kind, aux, t0, t1, a, b, c, d};
-    T.kept++;
-    if (T.n == TRACE_BUF - 1) { /* every buffer ends with a clock point */
+    tracer.buf[tracer.n++] = (trace_rec){kind, aux, t0, t1, a, b, c, d};
+    tracer.kept++;
+    if (tracer.n == TRACE_BUF - 1) { /* every buffer ends with a clock point */
         uint64_t t = ticks();
-        T.buf[T.n++] = (trace_rec){REC_CLOCK, 0, t, now_ns(), 0, 0, 0, 0};
+        tracer.buf[tracer.n++] = (trace_rec){REC_CLOCK, 0, t, now_ns(), 0, 0, 0, 0};
         flush_buf();
     }
 }
 
 static void count_now(uint64_t t)
 {
-    T.last_count = t;
+    tracer.last_count = t;
     put(REC_COUNT, 0, t, t, etc_rts.rq.tail - etc_rts.rq.head, etc_rts.tq.tail - etc_rts.tq.head,
         0, 0);
 }
@@ -177,57 +177,57 @@ static uint64_t env_count(const char *name, uint64_t dflt)
 
 void etc_trace_start(void)
 {
-    T.tag = (uint64_t)(etc_rts.node_id + 1) << 40;
-    T.start_ns = now_ns();
-    T.last_count = ticks();
+    tracer.tag = (uint64_t)(etc_rts.node_id + 1) << 40;
+    tracer.start_ns = now_ns();
+    tracer.last_count = ticks();
     const char *dir = getenv("ETC_TRACE_DIR");
     if (!dir || !*dir)
         return; /* a tracing build run without etcrun --trace: ids only */
-    T.limit = env_count("ETC_TRACE_LIMIT", TRACE_DEFAULT_LIMIT);
-    snprintf(T.dir, sizeof T.dir, "%s", dir);
+    tracer.limit = env_count("ETC_TRACE_LIMIT", TRACE_DEFAULT_LIMIT);
+    snprintf(tracer.dir, sizeof tracer.dir, "%s", dir);
     char path[4200];
     snprintf(path, sizeof path, "%s/node-%d.bin", dir, etc_rts.node_id);
-    T.fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-    if (T.fd < 0)
+    tracer.fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    if (tracer.fd < 0)
         etc_die("cannot write the trace (ETC_TRACE_DIR): %s: %s", path, strerror(errno));
     uint64_t t = ticks(); /* the first clock point (not one of the limit's records) */
-    T.buf[T.n++] = (trace_rec){REC_CLOCK, 0, t, now_ns(), 0, 0, 0, 0};
+    tracer.buf[tracer.n++] = (trace_rec){REC_CLOCK, 0, t, now_ns(), 0, 0, 0, 0};
 }
 
 void etc_trace_signal(etc_slot *s)
 {
     if (!s->trace_eid)
-        s->trace_eid = T.tag | ++T.events;
+        s->trace_eid = tracer.tag | ++tracer.events;
     if (etc_trace_cur)
         put(REC_EDGE, 0, 0, 0, s->trace_eid, etc_trace_cur, 0, 0);
 }
 
 void etc_trace_frame(void *fp)
 {
-    T.frame = fp;
+    tracer.frame = fp;
 }
 
 void etc_trace_run(etc_thread ip, void *fp, uint64_t eid)
 {
     uint64_t outer = etc_trace_cur;
-    void *outer_frame = T.frame;
-    uint64_t id = T.tag | ++T.threads;
+    void *outer_frame = tracer.frame;
+    uint64_t id = tracer.tag | ++tracer.threads;
     etc_trace_cur = id;
-    T.frame = NULL;
-    if (T.fd < 0) { /* not recording: the ids alone */
+    tracer.frame = NULL;
+    if (tracer.fd < 0) { /* not recording: the ids alone */
         ip(fp);
         etc_trace_cur = outer;
-        T.frame = outer_frame;
+        tracer.frame = outer_frame;
         return;
     }
     uint64_t t0 = ticks();
     ip(fp);
     uint64_t t1 = ticks();
     put(REC_RUN, 0, t0, t1, id, eid, (uint64_t)(uintptr_t)ip,
-        (uint64_t)(uintptr_t)(T.frame ? T.frame : fp));
+        (uint64_t)(uintptr_t)(tracer.frame ? tracer.frame : fp));
     etc_trace_cur = outer;
-    T.frame = outer_frame;
-    if (t1 - T.last_count >= COUNT_INTERVAL)
+    tracer.frame = outer_frame;
+    if (t1 - tracer.last_count >= COUNT_INTERVAL)
         count_now(t1);
 }
 
@@ -241,44 +241,44 @@ uint64_t etc_trace_idle_begin(void)
 void etc_trace_idle_end(uint64_t t0, uint64_t tokens_before)
 {
     uint64_t t = ticks();
-    put(REC_IDLE, T.tokens_in != tokens_before, t0, t, 0, 0, 0, 0);
+    put(REC_IDLE, tracer.tokens_in != tokens_before, t0, t, 0, 0, 0, 0);
     count_now(t);
 }
 
 uint64_t etc_trace_tokens_in(void)
 {
-    return T.tokens_in;
+    return tracer.tokens_in;
 }
 
 void etc_trace_lb_begin(etc_trace_span *s)
 {
     s->t0 = ticks();
-    s->activity = T.lb_activity;
+    s->activity = tracer.lb_activity;
 }
 
 void etc_trace_lb_end(const etc_trace_span *s, int what)
 {
-    if (T.lb_activity != s->activity)
+    if (tracer.lb_activity != s->activity)
         put(REC_LB, (uint32_t)what, s->t0, ticks(), 0, 0, 0, 0);
 }
 
 void etc_trace_lb_sent(void)
 {
-    T.lb_activity++;
+    tracer.lb_activity++;
 }
 
 void etc_trace_token_sent(const etc_tok *tok, int dest)
 {
-    T.lb_activity++;
-    T.eid_out = tok->trace_eid;
+    tracer.lb_activity++;
+    tracer.eid_out = tok->trace_eid;
     put(REC_TOKSEND, (uint32_t)dest, ticks(), 0, tok->trace_eid, 0, 0, 0);
 }
 
 void etc_trace_token_received(etc_tok *tok, int src)
 {
-    tok->trace_eid = T.eid_in;
-    T.tokens_in++;
-    put(REC_TOKRECV, (uint32_t)src, ticks(), 0, T.eid_in, 0, 0, 0);
+    tok->trace_eid = tracer.eid_in;
+    tracer.tokens_in++;
+    put(REC_TOKRECV, (uint32_t)src, ticks(), 0, tracer.eid_in, 0, 0, 0);
 }
 
 /* Every message starts with the thread that sent it and, for a token, its event. */
@@ -288,8 +288,8 @@ typedef struct {
 
 void etc_trace_send(int dest, int type, const void *a, size_t alen, const void *b, size_t blen)
 {
-    trace_prefix o = {etc_trace_cur, T.eid_out};
-    T.eid_out = 0;
+    trace_prefix o = {etc_trace_cur, tracer.eid_out};
+    tracer.eid_out = 0;
     unsigned char small[256];
     unsigned char *buf = sizeof o + alen <= sizeof small ? small : etc_xmalloc(sizeof o + alen);
     memcpy(buf, &o, sizeof o);
@@ -309,16 +309,16 @@ void etc_trace_receive(etc_trace_msg *outer, const void **body, size_t *len, int
     *body = (const char *)*body + sizeof o;
     *len -= sizeof o;
     outer->cause = etc_trace_cur;
-    outer->eid = T.eid_in;
+    outer->eid = tracer.eid_in;
     outer->t0 = ticks();
     etc_trace_cur = o.cause;
-    T.eid_in = o.eid;
+    tracer.eid_in = o.eid;
 }
 
 void etc_trace_received(const etc_trace_msg *outer, int src, int type)
 {
     etc_trace_cur = outer->cause;
-    T.eid_in = outer->eid;
+    tracer.eid_in = outer->eid;
     /* the messages that carry work and the balancer's; not termination's chatter */
     if (type <= ETC_M_TOKEN || type >= ETC_LB_MSG)
         put(REC_MSG, (uint32_t)type, outer->t0, ticks(), (uint64_t)src, 0, 0, 0);
@@ -344,11 +344,11 @@ void etc_trace_clock_message(int src, const void *body, size_t len)
         etc_send(src, ETC_M_TRACE_CLOCK, &r, sizeof r, NULL, 0);
         etc_net_flush();
     } else if (m.what == CLOCK_PONG) {
-        T.pong_at = now_ns();
-        T.pong_node_ns = m.ns;
-        T.pong_seq = m.seq;
+        tracer.pong_at = now_ns();
+        tracer.pong_node_ns = m.ns;
+        tracer.pong_seq = m.seq;
     } else if (m.what == CLOCK_DONE) {
-        T.clock_done = 1;
+        tracer.clock_done = 1;
     }
 }
 
@@ -363,33 +363,33 @@ static void clock_offsets(void)
         return;
     if (etc_rts.node_id != 0) {
         double give_up = etc_time() + 30;
-        while (!T.clock_done && etc_time() < give_up)
+        while (!tracer.clock_done && etc_time() < give_up)
             if (etc_net_poll() == 0)
                 etc_net_wait(0.01);
         return;
     }
-    T.offsets = etc_xmalloc((size_t)n * sizeof *T.offsets);
-    T.rtts = etc_xmalloc((size_t)n * sizeof *T.rtts);
-    T.offsets[0] = 0;
-    T.rtts[0] = 0;
+    tracer.offsets = etc_xmalloc((size_t)n * sizeof *tracer.offsets);
+    tracer.rtts = etc_xmalloc((size_t)n * sizeof *tracer.rtts);
+    tracer.offsets[0] = 0;
+    tracer.rtts[0] = 0;
     uint64_t seq = 0;
     for (int k = 1; k < n; k++) {
-        T.rtts[k] = UINT64_MAX;
-        T.offsets[k] = 0;
+        tracer.rtts[k] = UINT64_MAX;
+        tracer.offsets[k] = 0;
         for (int r = 0; r < CLOCK_ROUNDS; r++) {
             clock_msg m = {CLOCK_PING, ++seq, 0};
             uint64_t sent = now_ns();
             etc_send(k, ETC_M_TRACE_CLOCK, &m, sizeof m, NULL, 0);
             etc_net_flush();
             double give_up = etc_time() + 1;
-            while (T.pong_seq != seq && etc_time() < give_up)
+            while (tracer.pong_seq != seq && etc_time() < give_up)
                 etc_net_poll();
-            if (T.pong_seq != seq)
+            if (tracer.pong_seq != seq)
                 break; /* no answer: the offset stays unknown (0) */
-            uint64_t rtt = T.pong_at - sent;
-            if (rtt < T.rtts[k]) {
-                T.rtts[k] = rtt;
-                T.offsets[k] = (int64_t)(T.pong_node_ns - (sent + rtt / 2));
+            uint64_t rtt = tracer.pong_at - sent;
+            if (rtt < tracer.rtts[k]) {
+                tracer.rtts[k] = rtt;
+                tracer.offsets[k] = (int64_t)(tracer.pong_node_ns - (sent + rtt / 2));
             }
         }
         clock_msg done = {CLOCK_DONE, 0, 0};
@@ -415,20 +415,20 @@ static void json_string(FILE *f, const char *s)
 
 void etc_trace_finish(void)
 {
-    if (T.fd < 0 && !T.dir[0])
+    if (tracer.fd < 0 && !tracer.dir[0])
         return;
     clock_offsets();
     count_now(ticks());
-    if (T.fd >= 0) { /* the last clock point, whatever the limit */
+    if (tracer.fd >= 0) { /* the last clock point, whatever the limit */
         uint64_t t = ticks();
-        T.buf[T.n++] = (trace_rec){REC_CLOCK, 0, t, now_ns(), 0, 0, 0, 0};
+        tracer.buf[tracer.n++] = (trace_rec){REC_CLOCK, 0, t, now_ns(), 0, 0, 0, 0};
     }
     flush_buf();
-    if (T.fd >= 0)
-        close(T.fd);
-    T.fd = -1;
+    if (tracer.fd >= 0)
+        close(tracer.fd);
+    tracer.fd = -1;
     char path[4200], tmp[4210];
-    snprintf(path, sizeof path, "%s/node-%d.json", T.dir, etc_rts.node_id);
+    snprintf(path, sizeof path, "%s/node-%d.json", tracer.dir, etc_rts.node_id);
     snprintf(tmp, sizeof tmp, "%s.part", path);
     FILE *f = fopen(tmp, "w");
     if (!f) {
@@ -439,22 +439,22 @@ void etc_trace_finish(void)
     fprintf(f, "{\"version\": 1, \"node\": %d, \"nodes\": %d, \"record_size\": %zu, "
             "\"records\": %llu, \"dropped\": %llu, \"limit\": %llu, \"start_ns\": %llu, "
             "\"end_ns\": %llu, \"threads\": %llu,",
-            etc_rts.node_id, etc_rts.num_nodes, sizeof(trace_rec), (unsigned long long)T.kept,
-            (unsigned long long)T.dropped, (unsigned long long)T.limit,
-            (unsigned long long)T.start_ns, (unsigned long long)now_ns(),
-            (unsigned long long)T.threads);
+            etc_rts.node_id, etc_rts.num_nodes, sizeof(trace_rec), (unsigned long long)tracer.kept,
+            (unsigned long long)tracer.dropped, (unsigned long long)tracer.limit,
+            (unsigned long long)tracer.start_ns, (unsigned long long)now_ns(),
+            (unsigned long long)tracer.threads);
     char host[256] = "";
     gethostname(host, sizeof host - 1);
     fprintf(f, " \"host\": ");
     json_string(f, host);
-    if (T.offsets) {
+    if (tracer.offsets) {
         fprintf(f, ",\n \"clock_offsets_ns\": [");
         for (int k = 0; k < etc_rts.num_nodes; k++)
-            fprintf(f, "%s%lld", k ? ", " : "", (long long)T.offsets[k]);
+            fprintf(f, "%s%lld", k ? ", " : "", (long long)tracer.offsets[k]);
         fprintf(f, "],\n \"clock_rtts_ns\": [");
         for (int k = 0; k < etc_rts.num_nodes; k++)
             fprintf(f, "%s%lld", k ? ", " : "",
-                    T.rtts[k] == UINT64_MAX ? -1LL : (long long)T.rtts[k]);
+                    tracer.rtts[k] == UINT64_MAX ? -1LL : (long long)tracer.rtts[k]);
         fprintf(f, "]");
     }
     fprintf(f, ",\n \"functions\": [");
