@@ -15,7 +15,8 @@ The ranks report their own faults (`etc: error: node K: ...`, then MPI_Abort or
 death by the signal); the MPI launcher then stops the others and prints its own
 account of it, which is held back and dropped. A rank that could not report (killed
 from outside, a sanitizer's exit) is named from that account: `etc: error: node K:
-killed by SIGKILL`. SIGINT and SIGTERM stop the MPI launcher and so every rank.
+killed by SIGKILL`. SIGINT, SIGTERM and SIGHUP stop the MPI launcher and so every
+rank; each rank says what it was running, and etcrun says it once for all of them.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ import time
 from pathlib import Path
 
 from etcpre.launch.hosts import HostSlots
+from etcpre.launch.interrupted import RANK_WAS, interrupted_line
 from etcpre.launch.sinks import Sinks, read_pipe
 
 STOP_GRACE = 3.0  # seconds the MPI launcher has to stop its ranks after a signal
@@ -174,6 +176,7 @@ class Launcher:
         self.in_block = False
         self.reported = False  # a rank printed its own `etc: error:`
         self.interrupted = 0
+        self.ran: dict[int, str] = {}  # an interrupted run: what each rank said it ran
         self.partial = {"out": b"", "err": b""}
         self.sinks = Sinks()
         self.output_error: str | None = None  # the run's output was lost: it fails
@@ -195,6 +198,13 @@ class Launcher:
             return
         if self.in_block or OMPI_LINE.match(text):
             self.held.append(text)
+            return
+        was = RANK_WAS.match(text)
+        if was and int(was.group(1)) < self.n:
+            # interrupted: said once, in etcrun's own line; else the MPI launcher is
+            # stopping the others after a rank failed, which that rank has said
+            if self.interrupted:
+                self.ran[int(was.group(1))] = was.group(2)
             return
         if text.startswith(("etc: error:", "etc: interrupted")):
             self.reported = True
@@ -259,8 +269,8 @@ class Launcher:
             return 1
         if self.interrupted:
             name = signal.Signals(self.interrupted).name
-            self._write("err", f"etc: interrupted ({name}): stopped all {self.n} node"
-                        f"{'s' if self.n != 1 else ''}\n".encode())
+            ran = [self.ran.get(k) for k in range(self.n)]
+            self._write("err", f"{interrupted_line(name, self.n, ran)}\n".encode())
             return 128 + self.interrupted
         if status == 0:
             if self.held:  # warnings of a run that went well: the user may want them

@@ -46,6 +46,7 @@ from etcpre.launch.hosts import (
     placement,
     rsh_command,
 )
+from etcpre.launch.interrupted import interrupted_line
 from etcpre.launch.sinks import Sinks, read_pipe
 
 WIRE_VERSION = 2  # runtime/net/tcp/tcp.c says the same (a test keeps them equal)
@@ -501,9 +502,7 @@ class Launcher:
                 self.listen.close()
         if self.interrupted:
             name = signal.Signals(self.interrupted).name
-            ran = describe_ran([nd.ran for nd in self.nodes])
-            self.say(f"etc: interrupted ({name}): stopped all {self.n} node"
-                     f"{'s' if self.n != 1 else ''}{'; ' + ran if ran else ''}")
+            self.say(interrupted_line(name, self.n, [nd.ran for nd in self.nodes]))
             return 128 + self.interrupted
         return self.status
 
@@ -561,22 +560,6 @@ class Launcher:
         for conn in list(self.pending):
             conn.close()
         self.log_rejected("")
-
-
-def describe_ran(ran: list[str | None]) -> str:
-    """'nodes 0-2 were in thread 0 of 'spin' (x.tc:7); node 3 was idle' (as the smp
-    supervisor says it, core/functions.c); nodes that did not say are left out."""
-    parts = []
-    k = 0
-    while k < len(ran):
-        last = k
-        while last + 1 < len(ran) and ran[last + 1] == ran[k]:
-            last += 1
-        if ran[k] is not None:
-            parts.append(f"node {k} was {ran[k]}" if last == k else
-                         f"nodes {k}-{last} were {ran[k]}")
-        k = last + 1
-    return "; ".join(parts)
 
 
 def _tune(conn: socket.socket) -> None:

@@ -17,7 +17,8 @@
  * which thread Ctrl-C, SIGTERM or SIGHUP interrupted; with several nodes the
  * supervisor or launcher owns those signals, and a node answers SIGURG by
  * writing the thread it is in to etc_rts.running, where the smp supervisor
- * reads it before it stops the run.
+ * reads it before it stops the run. mpi ranks, which nothing of ours can ask,
+ * say it themselves (etc_net_nodes_say_interrupts).
  *
  * The handlers run on an alternate stack, so a stack overflow is reported too.
  */
@@ -26,6 +27,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <time.h>
 #include <ucontext.h>
 #include <unistd.h>
 #ifdef ETC_CHECK
@@ -225,6 +227,12 @@ static void on_interrupt(int sig, siginfo_t *si, void *uc)
                      signal_name(sig), etc_rts.node_id, at,
                      p.ip ? p.thread : " idle");
     write_all(msg, n < (int)sizeof msg ? (size_t)n : sizeof msg - 1);
+    if (etc_rts.num_nodes > 1) {
+        /* an MPI launcher kills every rank once one has died: the others must have
+         * had the signal, and said their line, first */
+        struct timespec pause = {0, 100000000};
+        nanosleep(&pause, NULL);
+    }
     pass_on(sig, si, (int)NFATAL + index, 1);
 }
 
@@ -273,7 +281,7 @@ void etc_crash_init(void)
     for (size_t i = 0; i < NFATAL; i++)
         install(FATAL_SIGNALS[i], on_fatal, &previous[i]);
     install(SIGURG, on_asked, NULL); /* the supervisor, the launcher or a layer asks */
-    if (etc_rts.num_nodes != 1)
+    if (etc_rts.num_nodes != 1 && !etc_net_nodes_say_interrupts())
         return; /* the supervisor or the launcher stops the nodes and says why */
     for (size_t i = 0; i < NINTERRUPT; i++) {
         struct sigaction now;

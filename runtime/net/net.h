@@ -139,6 +139,13 @@ int etc_net_put(int dest, void *remote_dst, const void *src, size_t n, int type,
  * are: mpi ranks bound one to a core each see one CPU, yet share none. */
 int etc_net_oversubscribed(void);
 
+/* 1 when each of several nodes says what it was running as SIGINT, SIGTERM or
+ * SIGHUP ends it (core/crash.c): where nothing can ask it (mpi: the MPI
+ * launcher passes the signal on to the ranks, and etcrun gathers their lines);
+ * 0 where a supervisor or launcher asks each node (smp, tcp: SIGURG, WHERE) and
+ * says it once. */
+int etc_net_nodes_say_interrupts(void);
+
 /* The largest body the layer sends in one piece (its frame size less the
  * header); the core splits bulk data into pieces of at most this size. Bigger
  * messages still arrive whole (N4), at the cost of reassembly. */

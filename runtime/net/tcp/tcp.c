@@ -470,6 +470,11 @@ int etc_net_oversubscribed(void)
     return etc_rts.num_nodes > etc_usable_cpus();
 }
 
+int etc_net_nodes_say_interrupts(void)
+{
+    return 0;
+}
+
 size_t etc_net_max_message(void)
 {
     return MAX_MESSAGE;
