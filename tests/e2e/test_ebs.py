@@ -1,7 +1,8 @@
 """The EARTH Benchmark Suite (samples/ebs): every Threaded-C program prints the same
 one line as its sequential C reference (samples/ebs/seq/NAME.c) for the same
-arguments, on every target of the target table (smp on 1, 2 and 4 nodes, the others
-on their largest node count), and in the checking build (etcc -g) on 4 smp nodes;
+arguments, on every target of the target table (smp on 1, 2 and 4 nodes, mpi on 1, 2
+and 3 ranks as a cluster runs it, the others on their largest node count), and in the
+checking build (etcc -g) on 4 smp nodes;
 programs and references compile without warnings
 (-Wall -Wextra). The references themselves are held to independently known results
 (classic tables, or a small computation here) where that is cheap."""
@@ -38,10 +39,10 @@ ARGS: dict[str, list[list[str]]] = {
 }
 
 # (id, target, etcc flags, nodes): every target of the target table on its largest
-# node count (support.node_counts), smp also on 1 and 2, and the checking build on 4
-# smp nodes; the programs must compile without warnings
+# node count (support.node_counts), smp and mpi on each of theirs, and the checking
+# build on 4 smp nodes; the programs must compile without warnings
 W = ("-Wall", "-Wextra", "-Werror")
-EBS_NODES = {"smp": [1, 2, 4]}
+EBS_NODES = {"smp": [1, 2, 4], "mpi": [1, 2, 3]}
 CONFIGS = [(f"{t.name}{n}", t.name, W, n) for t in TARGETS
            for n in EBS_NODES.get(t.name, node_counts(t)[-1:])] + \
     [("check4", "smp", ("-g", *W), 4)]

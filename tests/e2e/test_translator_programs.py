@@ -1,8 +1,8 @@
 """The translator's valid programs (issue 14) run and give their expected output on
-seq, on 1, 2 and 4 smp nodes and on 2 and 3 tcp nodes: every tests/golden/NAME.tc
-with a NAME.out, and every project in tests/golden/projects/ (built from another
-directory, so its local headers must be found next to its files). Also programs the
-suite generates: nesting as deep as gcc accepts."""
+every target of the target table, at each of its node counts: every
+tests/golden/NAME.tc with a NAME.out, and every project in tests/golden/projects/
+(built from another directory, so its local headers must be found next to its files).
+Also programs the suite generates: nesting as deep as gcc accepts."""
 
 from __future__ import annotations
 
@@ -11,12 +11,14 @@ from pathlib import Path
 
 import pytest
 
-from support import ROOT, SANITIZE, etcc, run
+from etcpre import toolchain
+
+from support import ROOT, SANITIZE, etcc, require, run, run_ids, target_runs
 
 sys.path.insert(0, str(ROOT / "tests" / "golden"))
 import regen  # noqa: E402
 
-RUNS = [("seq", 1), ("smp", 1), ("smp", 2), ("smp", 4), ("tcp", 2), ("tcp", 3)]
+RUNS = target_runs()
 SINGLE = sorted(tc for tc in regen.GOLDEN.glob("*.tc") if tc.with_suffix(".out").exists())
 PROJECTS = sorted(d for d in regen.PROJECTS.iterdir() if (d / "expected.out").exists())
 
@@ -33,9 +35,10 @@ def project_sources(project: Path) -> list[Path]:
 def programs(tmp_path_factory: pytest.TempPathFactory):
     """programs(name_or_project, target) -> the built program (built once)."""
     out = tmp_path_factory.mktemp("translator-programs")
-    built: dict[tuple[str, str], Path] = {}
+    built: dict[tuple[str, ...], Path] = {}
 
     def _build(source: Path, target: str, *more: str) -> Path:
+        require(toolchain.TARGETS[target])
         key = (str(source), target, *more)
         if key not in built:
             prog = out / f"{source.stem}-{target}{''.join(more)}"
@@ -54,10 +57,10 @@ def programs(tmp_path_factory: pytest.TempPathFactory):
     return _build
 
 
-@pytest.mark.parametrize(("target", "n"), RUNS, ids=[f"{t}{n}" for t, n in RUNS])
+@pytest.mark.parametrize(("target", "n"), RUNS, ids=run_ids(RUNS))
 @pytest.mark.parametrize("tc", SINGLE, ids=[tc.stem for tc in SINGLE])
-def test_program(programs, tc: Path, target: str, n: int) -> None:
-    proc = run(programs(tc, target), nodes=n, timeout=120)
+def test_program(programs, tc: Path, target: toolchain.Target, n: int) -> None:
+    proc = run(programs(tc, target.name), nodes=n, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert "etc: error" not in proc.stderr
     assert proc.stdout == tc.with_suffix(".out").read_text()
@@ -73,10 +76,10 @@ def test_program_checking_build(programs, tc: Path) -> None:
     assert proc.stdout == tc.with_suffix(".out").read_text()
 
 
-@pytest.mark.parametrize(("target", "n"), RUNS, ids=[f"{t}{n}" for t, n in RUNS])
+@pytest.mark.parametrize(("target", "n"), RUNS, ids=run_ids(RUNS))
 @pytest.mark.parametrize("project", PROJECTS, ids=[p.name for p in PROJECTS])
-def test_project(programs, project: Path, target: str, n: int) -> None:
-    proc = run(programs(project, target), nodes=n, timeout=120)
+def test_project(programs, project: Path, target: toolchain.Target, n: int) -> None:
+    proc = run(programs(project, target.name), nodes=n, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout == (project / "expected.out").read_text()
 
