@@ -113,14 +113,20 @@ ONE_NODE_TARGETS = [t for t in TARGETS if t.name != "seq"]
 THREE_NODE_TARGETS = [t for t in TARGETS if t.name not in ("seq", "smp") and t.max_nodes >= 3]
 
 
+def against(output: Output, source: Path, args: list[str], reference: str,
+            target: toolchain.Target, n: int) -> tuple[str, str]:
+    """(the reference target's output, the target's) on n nodes."""
+    require(target)
+    ref = output(source, args, reference, n)
+    assert ref, "no output to compare"
+    return ref, output(source, args, target.name, n)
+
+
 @pytest.mark.parametrize("target", ONE_NODE_TARGETS, ids=[t.name for t in ONE_NODE_TARGETS])
 @pytest.mark.parametrize(("source", "args"), ONE_NODE, ids=ids(ONE_NODE))
 def test_one_node_same_output_on_every_target(output: Output, source: Path, args: list[str],
                                               target: toolchain.Target) -> None:
-    require(target)
-    seq = output(source, args, "seq", 1)
-    assert seq, "no output to compare"
-    text = output(source, args, target.name, 1)
+    seq, text = against(output, source, args, "seq", target, 1)
     assert text == seq, f"{target.name} differs from seq:\n{text}\n---\n{seq}"
 
 
@@ -128,9 +134,6 @@ def test_one_node_same_output_on_every_target(output: Output, source: Path, args
 @pytest.mark.parametrize(("source", "args"), CASES, ids=ids(CASES))
 def test_three_nodes_same_output_as_smp(output: Output, source: Path, args: list[str],
                                         target: toolchain.Target) -> None:
-    require(target)
-    smp = output(source, args, "smp", 3)
-    assert smp, "no output to compare"
-    text = output(source, args, target.name, 3)
+    smp, text = against(output, source, args, "smp", target, 3)
     assert Counter(text.splitlines()) == Counter(smp.splitlines()), \
         f"smp:\n{smp}\n{target.name}:\n{text}"
