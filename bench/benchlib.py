@@ -90,6 +90,12 @@ def etcrun(prog: Path, *args: str, nodes: int = 1, env: dict[str, str] | None = 
                env={**os.environ, **(env or {})}, timeout=timeout)
 
 
+def taskset_works() -> bool:
+    """Whether taskset can pin a process here (a container may forbid it)."""
+    return subprocess.run(["taskset", "-c", "0", "true"], capture_output=True,
+                          check=False).returncode == 0
+
+
 def timed(fn: Callable[[], object], repeats: int) -> tuple[float, list[float]]:
     """Median wall time of `fn` over `repeats` runs (seconds), and all samples."""
     samples = []

@@ -9,7 +9,6 @@ the same run: memcpy for block moves, a raw TCP ping-pong and stream for tcp.
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 
 import invoke_cost
@@ -28,6 +27,7 @@ from benchlib import (
     plot_bars,
     run,
     table,
+    taskset_works,
 )
 
 THESIS_MHZ = 120.0
@@ -420,15 +420,7 @@ def tcp_baselines(r: dict[str, float], quick: bool, ops: Ops) -> list[str]:
                  "taken against the faster raw stream measured right after "
                  f"({'met' if blk_ratio >= 0.7 else 'not met'}).")
     lines.append("")
-    # the INVOKE and the sync taken in turn, the ratio of each pair: a pipelined
-    # run's time swings 2x with this machine's moment, which a ratio of two medians
-    # taken minutes apart does not cancel
-    pairs = []
-    for _ in range(5 if quick else 9):
-        sync = ops.measure("sync_pipe", 1_000_000, 0, 1, rounds=1)
-        call = ops.measure("call_pipe", 100_000, 1, 1, rounds=1)
-        assert isinstance(sync, float) and isinstance(call, float)
-        pairs.append((call, sync))
+    pairs = invoke_pairs(ops, quick)
     invoke = median_of([c / s for c, s in pairs])
     lines.append(f"Goals (issue 17): block moves at least 0.8 of a raw stream: **{blk_ratio:.2f}** "
                  f"({'met' if blk_ratio >= 0.8 else 'not met'}); a pipelined remote INVOKE "
@@ -445,19 +437,26 @@ def tcp_baselines(r: dict[str, float], quick: bool, ops: Ops) -> list[str]:
     return lines
 
 
+def invoke_pairs(ops: Ops, quick: bool, cpus: str | None = None) -> list[tuple[float, float]]:
+    """(ns per pipelined remote INVOKE, ns per pipelined remote sync), the two taken in
+    turn, on the CPUs `cpus` if given: a pipelined run's time swings 2x with this
+    machine's moment, which a ratio of two medians taken minutes apart does not cancel."""
+    pairs = []
+    for _ in range(5 if quick else 9):
+        sync = ops.measure("sync_pipe", 1_000_000, 0, 1, rounds=1, cpus=cpus)
+        call = ops.measure("call_pipe", 100_000, 1, 1, rounds=1, cpus=cpus)
+        assert isinstance(sync, float) and isinstance(call, float)
+        pairs.append((call, sync))
+    return pairs
+
+
 def one_cpu_invoke(ops: Ops, quick: bool) -> list[str]:
     """The INVOKE/sync ratio with both nodes on one CPU: what the second vCPU's
     capacity (1.0x to 2.0x of one, swinging within the hour) does to the ratio
     above drops out, leaving both nodes' work and the switches between them."""
-    if subprocess.run(["taskset", "-c", "0", "true"], capture_output=True,
-                      check=False).returncode != 0:
+    if not taskset_works():
         return ["(No one-CPU INVOKE/sync ratio: taskset does not run here.)", ""]
-    pairs = []
-    for _ in range(5 if quick else 9):
-        sync = ops.measure("sync_pipe", 1_000_000, 0, 1, rounds=1, cpus="0")
-        call = ops.measure("call_pipe", 100_000, 1, 1, rounds=1, cpus="0")
-        assert isinstance(sync, float) and isinstance(call, float)
-        pairs.append((call, sync))
+    pairs = invoke_pairs(ops, quick, cpus="0")
     ratio = median_of([c / s for c, s in pairs])
     return [f"The same pairs with both nodes on one CPU (`taskset -c 0`), where the other "
             "vCPU's swinging capacity plays no part and the nodes take turns: a pipelined "

@@ -35,6 +35,7 @@ from benchlib import (
     median_of,
     plot_bars,
     table,
+    taskset_works,
 )
 
 EBS = ROOT / "samples" / "ebs"
@@ -192,7 +193,7 @@ def bench(quick: bool) -> Section:
     sec = Section("Sharing the machine with other jobs (issue 18)")
     omp_job = Job([str(cc([BENCH / "peers" / "fib_omp.c"], OUT / "peers" / "fib_omp",
                           "-fopenmp")), "32"], {**os.environ, "OMP_NUM_THREADS": "2"}, "omp")
-    have_taskset = subprocess.run(["taskset", "-c", "0", "true"], check=False).returncode == 0
+    have_taskset = taskset_works()
     rows: list[list[object]] = []
     pair_antt: dict[str, float] = {}
     plot_labels: list[str] = []
