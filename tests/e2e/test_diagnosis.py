@@ -176,7 +176,7 @@ def _interrupt(prog: Path, env: dict[str, str], sig: int,
 def test_an_interrupt_names_the_thread_each_node_ran(build: Builder, tmp_path: Path, target: str,
                                                      n: int, sig: int) -> None:
     # every node is in a thread that never ends (on mpi the others POLL() once first,
-    # so that their RSYNC leaves: P4)
+    # so that their RSYNC leaves: P11)
     prog = build("endless.tc", target=target)
     left = Leftovers(prog, tmp_path)
     args = ["poll"] if target == "mpi" else []
