@@ -30,6 +30,14 @@ BIN = Path(sys.executable).parent
 SYNC_FRAME_BYTES = 16
 
 
+def goal_pairs(quick: bool) -> int:
+    """How many pairs (an etc run and its baseline's, taken in turn) a goal's ratio is
+    the median of. One pair's ratio swings from about 0.6x to 2x its median on this
+    shared machine; medians of 9 moved by 0.1 (a block move's 0.78-0.88 of a raw
+    stream) to 0.3 (an mpi round trip's 1.06-1.36x) between full runs."""
+    return 5 if quick else 15
+
+
 class BenchError(Exception):
     pass
 

@@ -19,6 +19,7 @@ from benchlib import (
     Section,
     etcc,
     etcrun,
+    goal_pairs,
     median_of,
     number,
     run,
@@ -60,7 +61,7 @@ def bench(quick: bool) -> Section:
         return sec
     # a round trip takes about 10 ms: one round can fall on a busy moment of the
     # machine, so the median is of many
-    reps = 3 if quick else 9
+    reps = goal_pairs(quick)
     out = OUT / "mpi"
     prog = etcc(BENCH / "ops" / "ops.tc", out / "ops-mpi", "-target", "mpi")
     peer = out / "mpi_pingpong"

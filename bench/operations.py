@@ -22,6 +22,7 @@ from benchlib import (
     cpu_ghz,
     etcc,
     etcrun,
+    goal_pairs,
     median_of,
     number,
     plot_bars,
@@ -377,7 +378,7 @@ def tcp_baselines(r: dict[str, float], quick: bool, ops: Ops) -> list[str]:
     # for a wake-up) taken in turn, the goal's ratio the median of the pairs':
     # medians taken minutes apart gave 1.6 in a run where pairs gave 1.0
     rtt_pairs: list[tuple[float, float]] = []
-    for _ in range(5 if quick else 9):
+    for _ in range(goal_pairs(quick)):
         ours = ops.measure("sync_seq", 20_000, 0, 1, rounds=1)
         assert isinstance(ours, float)
         rtt_pairs.append((ours, float(run([str(prog), "pingpong", "20000", frame,
@@ -387,7 +388,7 @@ def tcp_baselines(r: dict[str, float], quick: bool, ops: Ops) -> list[str]:
     # same moment of this shared machine (the raw stream alone has varied 7-10 GB/s)
     mb = 1 << 20
     samples: dict[str, list[float]] = {"": [], "spin": [], "etc": []}
-    for _ in range(5 if quick else 9):
+    for _ in range(goal_pairs(quick)):
         blk = ops.measure("blkmov", 64, mb, 1)
         assert isinstance(blk, tuple)
         samples["etc"].append(blk[1])
@@ -442,7 +443,7 @@ def invoke_pairs(ops: Ops, quick: bool, cpus: str | None = None) -> list[tuple[f
     turn, on the CPUs `cpus` if given: a pipelined run's time swings 2x with this
     machine's moment, which a ratio of two medians taken minutes apart does not cancel."""
     pairs = []
-    for _ in range(5 if quick else 9):
+    for _ in range(goal_pairs(quick)):
         sync = ops.measure("sync_pipe", 1_000_000, 0, 1, rounds=1, cpus=cpus)
         call = ops.measure("call_pipe", 100_000, 1, 1, rounds=1, cpus=cpus)
         assert isinstance(sync, float) and isinstance(call, float)
