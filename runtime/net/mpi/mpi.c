@@ -820,6 +820,12 @@ void etc_net_start(int want, int *node_id, int *num_nodes)
     if (rc != MPI_SUCCESS)
         etc_die("MPI_Init_thread failed");
     (void)provided; /* every library offers SINGLE */
+    /* P8: MPICH's MPI_Init makes stdout unbuffered; a line must stay one write,
+     * and a last line without its newline must stay pending to be ended. (A
+     * buffer of our own: without one, glibc keeps the unbuffered stream's byte.) */
+    static char stdout_buffer[1 << 16];
+    fflush(stdout);
+    setvbuf(stdout, stdout_buffer, _IOLBF, sizeof stdout_buffer);
     MPI_Comm_rank(MPI_COMM_WORLD, &mpi.me);
     MPI_Comm_size(MPI_COMM_WORLD, &mpi.n);
     /* P2: a communicator of our own, so that nothing else's messages mix with
