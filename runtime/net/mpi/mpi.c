@@ -84,7 +84,6 @@ ETC_NET_LAYER("mpi");
 /* P1: the most a buffer can hold when handed over: just under FLUSH_AT, then
  * one more frame of the largest body */
 #define CHUNK (FLUSH_AT + MAX_MESSAGE + sizeof(etc_wire_hdr))
-#define SEND_NOW_MAX 1024        /* P1: buffers of at most this size go by MPI_Send */
 #define RECVS 8                  /* P2: receives kept posted */
 #define POOL 16                  /* spare send buffers kept */
 #define NET_BYE 0xFFFFu          /* P5: "I am done": nothing more comes from me */
@@ -180,11 +179,8 @@ static void bad_frame(int k, const char *why)
 
 /* ---------------------------------------------------------------- sending */
 
-/* The coalescing buffers' taker (F2, P1): a small buffer (a round trip's
- * message) goes by MPI_Send, which MPI sends eagerly: it returns once the
- * bytes are copied, with no request to make and test later, and the buffer
- * stays. A bigger one goes to MPI_Isend as it is; an empty one from the pool
- * takes its place. */
+/* The coalescing buffers' taker (F2, P1): dest's buffer goes to MPI_Isend as
+ * it is; an empty one from the pool takes its place. */
 static void take_buffer(void *ctx, int dest, etc_wire_buf *b)
 {
     (void)ctx;
@@ -192,12 +188,6 @@ static void take_buffer(void *ctx, int dest, etc_wire_buf *b)
     if (len > CHUNK)
         etc_fatal("internal error: a send buffer of %zu bytes for node %d (at most %zu)", len,
                   dest, (size_t)CHUNK);
-    if (len <= SEND_NOW_MAX) {
-        check(MPI_Send(b->buf + b->off, (int)len, MPI_BYTE, dest, TAG, mpi.comm), "MPI_Send",
-              dest);
-        b->off = b->len = 0;
-        return;
-    }
     if (mpi.ntx == mpi.tx_cap) {
         mpi.tx_cap = mpi.tx_cap ? 2 * mpi.tx_cap : 16;
         mpi.tx = etc_xrealloc(mpi.tx, (size_t)mpi.tx_cap * sizeof *mpi.tx);
