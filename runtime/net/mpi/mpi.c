@@ -25,6 +25,7 @@
  * outside is reported by etcrun's launcher from what mpirun says.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <sched.h>
 #include <signal.h>
@@ -99,6 +100,7 @@ ETC_NET_LAYER("mpi");
 #define SLEEP_MAX_FACTOR 64      /* both times the ranks per CPU, at most this */
 #define SPIN_SECONDS 50e-6       /* P4: how long an idle node spins first */
 #define FINISH_SECONDS 30.0      /* P5: the longest a node waits for the others' goodbyes */
+#define ABORT_PAUSE 0.1          /* P6: a failing rank's wait before MPI_Abort */
 
 typedef struct {
     MPI_Request req;
@@ -638,13 +640,22 @@ void etc_net_finish(void)
     exit(0);
 }
 
-/* N8, P6: the fatal error is printed; MPI ends every rank. */
-void etc_net_abort(void)
+/* P6: MPI_Abort ends every rank at once, and MPICH's launcher then drops what
+ * the rank wrote just before: a pause lets the rank's own report through. */
+static void abort_run(int status)
 {
     fflush(stdout);
     fflush(stderr);
     mpi.running = 0;
-    MPI_Abort(MPI_COMM_WORLD, 1);
+    if (mpi.n > 1)
+        sleep_for(ABORT_PAUSE);
+    MPI_Abort(MPI_COMM_WORLD, status);
+}
+
+/* N8, P6: the fatal error is printed; MPI ends every rank. */
+void etc_net_abort(void)
+{
+    abort_run(1);
     _exit(1); /* not reached */
 }
 
@@ -670,8 +681,7 @@ static void on_exit_check(int status, void *arg)
     fprintf(stderr, "etc: error: node %d: exited with status %d while the run was going on (a "
                     "node must not call exit(); MAIN ends with END_FUNCTION() or RETURN())\n",
             mpi.me, status);
-    fflush(stderr);
-    MPI_Abort(MPI_COMM_WORLD, status ? status : 1);
+    abort_run(status ? status : 1);
 }
 
 /* ---------------------------------------------------------------- output */
@@ -780,6 +790,22 @@ static void setup_tagging(void)
 
 /* ---------------------------------------------------------------- start-up */
 
+/* P9: Hydra's account of a rank that died does not say which rank failed.
+ * Under it etcrun gives each rank of its host a FIFO, which the rank holds open
+ * (never writing) while it lives: its end closes it as it closes the rank's
+ * pipes to Hydra, before Hydra stops any other rank. (Not there, or nobody
+ * reading: nothing to hold.) */
+static void hold_lifeline(void)
+{
+    const char *dir = getenv("ETC_MPI_LIFELINES");
+    char path[PATH_MAX];
+    if (!dir || !*dir)
+        return;
+    int n = snprintf(path, sizeof path, "%s/%d", dir, mpi.me);
+    if (n > 0 && (size_t)n < sizeof path)
+        (void)open(path, O_WRONLY | O_NONBLOCK | O_CLOEXEC); /* held until the end */
+}
+
 /* P4: more ranks on this machine than it has CPUs (all of them, not this
  * rank's affinity: the MPI launcher may bind each rank to one core). */
 static int ranks_here(void)
@@ -818,6 +844,7 @@ void etc_net_start(int want, int *node_id, int *num_nodes)
     setvbuf(stdout, stdout_buffer, _IOLBF, sizeof stdout_buffer);
     MPI_Comm_rank(MPI_COMM_WORLD, &mpi.me);
     MPI_Comm_size(MPI_COMM_WORLD, &mpi.n);
+    hold_lifeline();
     /* P2: a communicator of our own, so that nothing else's messages mix with
      * ours; errors come back to us and are reported as fatal errors */
     LSAN_OFF();
