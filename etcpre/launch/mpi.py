@@ -34,6 +34,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from etcpre.launch import hydra
 from etcpre.launch.hosts import HostSlots
 from etcpre.launch.interrupted import RANK_WAS, interrupted_line
 from etcpre.launch.sinks import Sinks, read_pipe
@@ -113,19 +114,12 @@ def host_file(kind: str | None, slots: list[HostSlots], where: str) -> list[str]
     return ["-f", str(path)]
 
 
-def signal_name(num: int) -> str:
-    try:
-        return signal.Signals(num).name
-    except ValueError:
-        return f"signal {num}"
-
-
 def explain(text: str, status: int) -> str:
     """The `etc: error:` line for a failed run whose ranks said nothing, from what
     the MPI launcher printed."""
     m = KILLED.search(text)
     if m:
-        return f"node {m.group(1)}: killed by {signal_name(int(m.group(2)))}"
+        return f"node {m.group(1)}: killed by {hydra.signal_name(int(m.group(2)))}"
     name, code = EXIT_NAME.search(text), EXIT_CODE.search(text)
     if name and code:
         return (f"node {name.group(1)}: exited with status {code.group(1)} while the run was "
@@ -134,7 +128,7 @@ def explain(text: str, status: int) -> str:
     if m:
         return f"node {m.group(1)}: exited without finishing the run"
     if status < 0:
-        return f"the MPI launcher was killed by {signal_name(-status)}"
+        return f"the MPI launcher was killed by {hydra.signal_name(-status)}"
     return f"the MPI launcher failed (exit status {status}); its message is above"
 
 
@@ -150,11 +144,21 @@ class Launcher:
         if os.geteuid() == 0:  # Open MPI refuses root without both; others ignore them
             self.env["OMPI_ALLOW_RUN_AS_ROOT"] = "1"
             self.env["OMPI_ALLOW_RUN_AS_ROOT_CONFIRM"] = "1"
-        kind = launcher_kind(cmd, self.env)
-        if kind == "openmpi" or slots:
-            # its session directory and our host file: removed after the run, however
-            # it ends
+        kind = self.kind = launcher_kind(cmd, self.env)
+        if kind is not None or slots:
+            # Open MPI's session directory, the ranks' lifelines under Hydra, our
+            # host file: removed after the run, however it ends
             self.tmp = tempfile.mkdtemp(prefix="etc-mpi-")
+        self.watch: hydra.Lifelines | None = None
+        if kind == "hydra":
+            where = Path(self.tmp or "") / "lifelines"
+            where.mkdir()
+            self.env["ETC_MPI_LIFELINES"] = str(where)
+            self.watch = hydra.Lifelines(where, n)
+            flags += hydra.FLAGS
+            # MPICH's UCX device prints a backtrace of every crash after the rank's
+            # own report (read when the library loads: the rank cannot turn it off)
+            self.env.setdefault("UCX_HANDLE_ERRORS", "none")
         if slots:
             try:
                 flags += host_file(kind, slots, self.tmp or "")
@@ -179,6 +183,8 @@ class Launcher:
         self.ran: dict[int, str] = {}  # an interrupted run: what each rank said it ran
         self.partial = {"out": b"", "err": b""}
         self.sinks = Sinks()
+        self.hydra_out = hydra.Stdout(lambda raw: self._write("out", raw)) \
+            if kind == "hydra" else None
         self.output_error: str | None = None  # the run's output was lost: it fails
 
     def _write(self, stream: str, data: bytes) -> None:
@@ -189,14 +195,17 @@ class Launcher:
 
     def line(self, stream: str, raw: bytes) -> None:
         if stream == "out":
-            self._write("out", raw)
+            if self.hydra_out:
+                self.hydra_out.line(raw)
+            else:
+                self._write("out", raw)
             return
         text = raw.decode(errors="replace").rstrip("\n")
         if DASHES.match(text):
             self.in_block = not self.in_block
             self.held.append(text)
             return
-        if self.in_block or OMPI_LINE.match(text):
+        if self.in_block or OMPI_LINE.match(text) or (self.hydra_out and hydra.LINE.match(text)):
             self.held.append(text)
             return
         was = RANK_WAS.match(text)
@@ -254,6 +263,8 @@ class Launcher:
             for f, kind in pipes:
                 os.set_blocking(f.fileno(), False)
                 self.sel.register(f, selectors.EVENT_READ, kind)
+            if self.watch:
+                self.watch.watch(self.sel)
             self._relay(proc)
         finally:  # the pipes are ours: closed however the relay ended
             for f, _ in pipes:
@@ -264,6 +275,7 @@ class Launcher:
         _signal_group(proc.pid, signal.SIGKILL)  # nothing of the run outlives it
         for stream in ("out", "err"):
             self.relay(stream, b"", eof=True)
+        account = self.hydra_out.finish(failed=status != 0) if self.hydra_out else []
         if self.output_error is not None:
             self._write("err", f"etc: error: {self.output_error}\n".encode())
             return 1
@@ -277,24 +289,46 @@ class Launcher:
                 self._write("err", "".join(x + "\n" for x in self.held).encode())
             return 0
         if not self.reported:
-            why = explain("\n".join(self.held), status)
+            why = self.why(status, account)
             if why.endswith("its message is above"):
-                self._write("err", "".join(x + "\n" for x in self.held).encode())
+                self._write("err", "".join(x + "\n" for x in self.held + account).encode())
             self._write("err", f"etc: error: {why}\n".encode())
         return status if status > 0 else 1
+
+    def why(self, status: int, account: list[str]) -> str:
+        """What failed, when no rank said: from Hydra's output and the order in which
+        the ranks ended, or from Open MPI's account."""
+        if self.watch:
+            said = hydra.explain(self.held, self.watch.batches,
+                                 self.hydra_out.codes if self.hydra_out else [])
+            if said:
+                return said
+        return explain("\n".join(self.held + account), status)
 
     def _relay(self, proc: subprocess.Popen[bytes]) -> None:
         """The launcher's output to ours until both its pipes end, or until it has
         been stopped (an interrupt, our output gone) and the grace is over."""
+        try:
+            self._relay_pipes(proc)
+        finally:
+            if self.watch:
+                self.watch.close(self.sel)
+
+    def _relay_pipes(self, proc: subprocess.Popen[bytes]) -> None:
         stop_sent: float | None = None
-        while self.sel.get_map():
+        while any(isinstance(k.data, str) for k in self.sel.get_map().values()):
             if (self.interrupted or self.output_error) and stop_sent is None:
                 stop_sent = time.monotonic()
                 _signal_group(proc.pid, signal.SIGTERM)
             if stop_sent is not None and time.monotonic() - stop_sent > STOP_GRACE:
                 _signal_group(proc.pid, signal.SIGKILL)
                 return
-            for key, _ in self.sel.select(0.2):
+            ready = self.sel.select(0.2)
+            if self.watch:  # the ranks that ended at this wake-up
+                self.watch.ended(self.sel, [k.fd for k, _ in ready if not isinstance(k.data, str)])
+            for key, _ in ready:
+                if not isinstance(key.data, str):
+                    continue
                 data = read_pipe(key.fd)
                 if data is None:
                     continue
