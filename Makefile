@@ -13,7 +13,7 @@ GRAMMAR_SOURCES := grammar/src/parser.c grammar/setup.py grammar/pyproject.toml 
                    grammar/queries/highlights.scm \
                    $(wildcard grammar/bindings/python/tree_sitter_threaded_c/*)
 
-.PHONY: all test test-asan demo native runtime runtime-san runtime-debug grammar golden fuzz bench lint clean distclean
+.PHONY: all test test-asan test-mpich demo native runtime runtime-san runtime-debug runtime-mpich grammar golden fuzz bench lint clean distclean
 
 all: $(STAMP) native runtime
 
@@ -59,10 +59,36 @@ runtime-san:
 runtime-debug:
 	@$(MAKE) --no-print-directory -C runtime BUILD=$(BUILD)/runtime-debug DEBUG=1
 
+# MPICH beside Open MPI (Debian names its wrapper and launcher mpicc.mpich and
+# mpiexec.mpich): the runtime built with it into build/mpich/, an ETC_HOME of its
+# own, on which `make test` runs the mpi target's tests a second time.
+MPICH_CC   := mpicc.mpich
+MPICH_RUN  := mpiexec.mpich
+MPICH_HOME := $(BUILD)/mpich
+HAVE_MPICH := $(and $(shell command -v $(MPICH_CC) 2>/dev/null),$(shell command -v $(MPICH_RUN) 2>/dev/null))
+
+runtime-mpich:
+	@mkdir -p $(MPICH_HOME) && ln -sfn $(CURDIR)/runtime $(MPICH_HOME)/runtime
+	@ETC_MPICC=$(MPICH_CC) $(MAKE) --no-print-directory -C runtime BUILD=$(MPICH_HOME)/build/runtime
+	@ETC_MPICC=$(MPICH_CC) $(MAKE) --no-print-directory -C runtime \
+		BUILD=$(MPICH_HOME)/build/runtime-debug DEBUG=1
+
 # pytest exits 5 when it collects nothing: that is a failure here, never a pass.
-test: all runtime-san runtime-debug
+test: all runtime-san runtime-debug $(if $(HAVE_MPICH),runtime-mpich)
 	@$(PY) -m pytest -q; rc=$$?; \
-	if [ $$rc -eq 5 ]; then echo "make test: error: pytest collected no tests"; exit 1; fi; \
+	if [ $$rc -eq 5 ]; then echo "make test: error: pytest collected no tests"; rc=1; fi; \
+	if [ -n "$(HAVE_MPICH)" ]; then $(MAKE) --no-print-directory test-mpich || rc=1; \
+	else echo "make test: MPICH is not installed ($(MPICH_CC), $(MPICH_RUN) missing):" \
+		"the mpi target's tests did not run a second time, under it"; fi; \
+	exit $$rc
+
+# The mpi target's end-to-end and layer tests under MPICH (sanitized builds aside).
+test-mpich: all runtime-mpich
+	@echo "make test: the mpi target's tests again, under MPICH ($(MPICH_RUN))"
+	@ETC_HOME=$(MPICH_HOME) ETC_MPICC=$(MPICH_CC) ETC_MPIRUN=$(MPICH_RUN) \
+		$(PY) -m pytest -q -k mpi tests/e2e tests/runtime --ignore=tests/e2e/test_sanitized.py; \
+	rc=$$?; \
+	if [ $$rc -eq 5 ]; then echo "make test-mpich: error: pytest collected no tests"; exit 1; fi; \
 	exit $$rc
 
 # The end-to-end suite with every program built with ASan+UBSan.

@@ -7,7 +7,7 @@ idle ranks that do not take the CPU)."""
 from __future__ import annotations
 
 import os
-import shutil
+import re
 import signal
 import subprocess
 import sys
@@ -20,13 +20,9 @@ from etcpre import toolchain
 from etcpre.launch import mpi as mpi_launch
 
 from support import (
-    PROGRAMS,
-    ROOT,
-    SAMPLES,
     Builder,
     Leftovers,
     check_sample,
-    etcc,
     etcrun,
     processes_of,
     require,
@@ -42,9 +38,11 @@ def _needs_mpi() -> None:
 
 
 def plain_launcher(n: int) -> tuple[list[str], dict[str, str]]:
-    """mpiexec -n N, with what Open MPI needs here (as etcrun adds it, P9)."""
+    """The MPI launcher -n N, with what Open MPI needs here (as etcrun adds it, P9):
+    ETC_MPIRUN's when set (`make test` runs these tests again under MPICH so),
+    else mpirun or mpiexec."""
     env = {**os.environ}
-    cmd = mpi_launch.mpi_command({k: v for k, v in env.items() if k != "ETC_MPIRUN"})
+    cmd = mpi_launch.mpi_command(env)
     env.pop("ETC_MPIRUN", None)
     env.pop("ETC_NODES", None)
     if os.geteuid() == 0:
@@ -71,6 +69,20 @@ def test_the_binary_runs_under_a_plain_mpi_launcher(build: Builder, tmp_path: Pa
                           env={**env, "ETC_NODES": "3"}, check=False, stdin=subprocess.DEVNULL)
     assert proc.returncode != 0
     assert "etc: error: ETC_NODES=3 but MPI started 2 ranks" in proc.stderr
+
+
+def test_lines_like_the_launchers_account_are_the_programs(build: Builder) -> None:
+    # etcrun holds back what MPICH's launcher says of a rank that died (P9): a
+    # program's own lines like it come out whole and in order when the run goes well
+    bar = "=" * 83
+    proc = run(build("launcher_lookalike.tc", target="mpi"), nodes=2)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == (
+        f"first line\n\n{bar}\n=   BAD TERMINATION OF ONE OF YOUR APPLICATION PROCESSES\n"
+        f"=   PID 1 RUNNING AT nowhere\n=   EXIT CODE: 9\n{bar}\n"
+        "YOUR APPLICATION TERMINATED WITH THE EXIT STRING: Killed (signal 9)\n"
+        f"last line\n\n{bar}\n"), proc.stdout
+    assert proc.stderr == "", proc.stderr
 
 
 def test_a_program_run_alone_is_one_node(build: Builder) -> None:
@@ -113,7 +125,11 @@ def test_a_killed_rank_ends_the_run(build: Builder, tmp_path: Path) -> None:
     assert time.monotonic() - t0 < 10, "the run did not end at once"
     assert p.returncode != 0
     assert err.count("etc: error:") == 1, err
-    assert f"etc: error: node {k}: killed by SIGKILL" in err, err
+    # MPICH's launcher may stop the other ranks before etcrun sees which one ended
+    # first: then etcrun names those that ended at once (P9), never a wrong one
+    at_once = re.search(r"etc: error: one of nodes ([\d, ]+) ended the run", err)
+    assert f"etc: error: node {k}: killed by SIGKILL" in err or \
+        (at_once is not None and str(k) in at_once.group(1).split(", ")), err
     left.check()
 
 
@@ -196,61 +212,10 @@ THREAD_1:
 }
 """
 
-MPICH = ("mpicc.mpich", "mpiexec.mpich")
-
-
-def test_under_mpich(tmp_path: Path) -> None:
-    # Debian names MPICH's wrapper and launcher so beside Open MPI's: the layer
-    # built with ETC_MPICC=mpicc.mpich into a runtime of its own (ETC_HOME), a
-    # program linked with it and started with ETC_MPIRUN=mpiexec.mpich
-    absent = [t for t in MPICH if shutil.which(t) is None]
-    if absent:
-        pytest.skip(f"MPICH is not installed ({', '.join(absent)} missing; .ci/run installs "
-                    "it beside Open MPI)")
-    home = tmp_path / "home"
-    (home / "build").mkdir(parents=True)
-    (home / "runtime").symlink_to(ROOT / "runtime")
-    lib = home / "build" / "runtime" / "lib" / "libetc_mpi.a"
-    env = {**os.environ, "ETC_MPICC": MPICH[0], "ETC_HOME": str(home)}
-    made = subprocess.run(["make", "--no-print-directory", "-C", str(ROOT / "runtime"),
-                           f"BUILD={home / 'build' / 'runtime'}", "VARIANTS=plain", str(lib)],
-                          capture_output=True, text=True, env=env, check=False, timeout=600)
-    assert made.returncode == 0, made.stdout + made.stderr
-    prog = tmp_path / "hello"
-    proc = etcc("-O2", "-target", "mpi", str(SAMPLES / "hello.tc"), "-o", str(prog), env=env)
-    assert proc.returncode == 0, proc.stderr
-    proc = run(prog, nodes=3, env={**env, "ETC_MPIRUN": MPICH[1]})
-    assert proc.returncode == 0, proc.stderr
-    check_sample("hello", 3, proc.stdout, causal=False)
-    # work that moves between ranks (tokens, remote syncs), on 1, 2 and 3 ranks
-    fib = tmp_path / "fib"
-    assert etcc("-O2", "-target", "mpi", str(SAMPLES / "fib.tc"), "-o", str(fib),
-                env=env).returncode == 0
-    for n in (1, 2, 3):
-        proc = run(fib, "18", nodes=n, env={**env, "ETC_MPIRUN": MPICH[1]})
-        assert proc.returncode == 0, proc.stderr
-        assert proc.stdout == "fib(18) = 2584\n", proc.stdout
-    # block moves by rendezvous (P10) and as messages, to and from every rank
-    blocks = tmp_path / "blocks"
-    assert etcc("-O2", "-target", "mpi", str(PROGRAMS / "blocks.tc"), "-o", str(blocks),
-                env=env).returncode == 0
-    for n in (1, 2, 3):
-        proc = run(blocks, nodes=n, env={**env, "ETC_MPIRUN": MPICH[1]})
-        assert proc.returncode == 0, proc.stderr
-        moves = 24 * n * n + 24 * n
-        assert proc.stdout == f"blocks: {n} nodes, {moves} moves, 0 errors\n", proc.stdout
-    # --hosts becomes Hydra's host file (`host:count`): its counts make the run's size
-    hosts = tmp_path / "hosts"
-    hosts.write_text("localhost:3\n")
-    proc = etcrun("--hosts", str(hosts), str(prog), env={**env, "ETC_MPIRUN": MPICH[1]})
-    assert proc.returncode == 0, proc.stderr
-    check_sample("hello", 3, proc.stdout, causal=False)
-
-
 def test_hosts_place_the_ranks(build: Builder, tmp_path: Path) -> None:
-    # --hosts becomes Open MPI's host file (`host slots=count`); a host without a
-    # count gets what `-n auto` finds there (issue 18); more ranks than slots
-    # oversubscribe
+    # --hosts becomes the MPI launcher's host file (Open MPI's `host slots=count`,
+    # MPICH's `host:count`); a host without a count gets what `-n auto` finds there
+    # (issue 18); more ranks than slots oversubscribe
     prog = build("hello.tc", target="mpi")
     here = len(os.sched_getaffinity(0))
     load = tmp_path / "loadavg"
@@ -258,7 +223,6 @@ def test_hosts_place_the_ranks(build: Builder, tmp_path: Path) -> None:
     hosts = tmp_path / "hosts"
     hosts.write_text("localhost\n")
     env = {**os.environ, "ETC_LOADAVG": str(load)}
-    env.pop("ETC_MPIRUN", None)
     proc = etcrun("-v", "--hosts", str(hosts), str(prog), env=env)
     assert proc.returncode == 0, proc.stderr
     check_sample("hello", here, proc.stdout, causal=False)

@@ -37,7 +37,7 @@ def conform(tmp_path_factory: pytest.TempPathFactory) -> Conform:
         require(target)
         key = (target.name, flavour)
         if key not in cache:
-            lib = ROOT / "build" / flavour / "lib" / f"libetc_net_{target.name}.a"
+            lib = toolchain.home() / "build" / flavour / "lib" / f"libetc_net_{target.name}.a"
             assert lib.is_file(), f"{lib} is missing (make; make runtime-debug)"
             prog = out / f"conform_{target.name}_{flavour}"
             cmd = [*toolchain.c_compiler(target.name), "-std=c11", "-D_GNU_SOURCE", "-O2",
