@@ -31,9 +31,11 @@ AFTER = ("YOUR APPLICATION TERMINATED WITH THE EXIT STRING:",
 # its proxies' own lines
 LINE = re.compile(r"^Abort\(\d+\) on node \d+ |^\[(mpiexec|proxy:[^\]@]*)@[^\]]*\] ")
 ABORT = re.compile(r"^Abort\((\d+)\) on node \d+ \(rank (\d+) in comm", re.M)
-# the end of stdout: each host's ranks' wait statuses, in rank order
+# the end of stdout: each host's ranks' wait statuses, in rank order, the first
+# host's on the line that says so, each other host's on a line of its own
 EXIT_CODES = re.compile(rb"\[mpiexec@[^\]]*\] Exit codes: (.*)$")
-HOST_CODES = re.compile(r"\[[^\]]+\] ([\d,]+)")
+HOST_CODES = re.compile(r"\[[^\]]+\] (-?\d+(?:,-?\d+)*)")
+MORE_CODES = re.compile(rb"^\[[^\]]+\] -?\d+(?:,-?\d+)*\n?$")
 
 
 def signal_name(num: int) -> str:
@@ -41,6 +43,12 @@ def signal_name(num: int) -> str:
         return signal.Signals(num).name
     except ValueError:
         return f"signal {num}"
+
+
+def codes_of(raw: bytes) -> list[list[int]]:
+    """Each host's statuses in `[host] s,s,...` groups."""
+    return [[int(c) for c in group.split(",")]
+            for group in HOST_CODES.findall(raw.decode(errors="replace"))]
 
 
 class Stdout:
@@ -53,15 +61,20 @@ class Stdout:
         self.told = False  # the account began: the rest of stdout waits for the end
         self.inside = False  # between the account's bars
         self.codes: list[list[int]] = []  # each host's ranks' wait statuses
+        self.in_codes = False  # the lines after the codes' first may be more of them
 
     def line(self, raw: bytes) -> None:
         """One line of Hydra's stdout. From the account's head on, stdout waits for
         the run's end (the run is ending): only a failed run's account is left out
         then (finish). A blank line or a bar waits for the next line to tell."""
+        if self.in_codes and MORE_CODES.match(raw):
+            self.codes += codes_of(raw)
+            return
+        self.in_codes = False
         m = EXIT_CODES.search(raw)
         if m:  # asked for by FLAGS: never the program's (its text before is)
-            self.codes = [[int(c) for c in group.split(",") if c]
-                          for group in HOST_CODES.findall(m.group(1).decode(errors="replace"))]
+            self.codes = codes_of(m.group(1))
+            self.in_codes = True
             raw = raw[: m.start()]
             if not raw:
                 return
@@ -107,29 +120,52 @@ class Stdout:
 
 
 class Lifelines:
-    """One FIFO per rank in a directory, read here: its end (EOF: the rank held it
-    and ended) is seen in the relay's selector, in the order the ranks ended."""
+    """One FIFO per rank in a directory, read here. A rank writes a byte into its own
+    once it holds it, and its end closes it: seen in the relay's selector, in the
+    order the ranks ended."""
 
     LIMIT = 256  # more ranks: no lifelines (a descriptor each)
 
     def __init__(self, where: Path, n: int) -> None:
-        self.where = where
-        self.fds: dict[int, int] = {}  # read end -> rank, of ranks not ended
+        self.fds: dict[int, int] = {}  # read end -> rank, of ranks not seen ended
+        self.held: set[int] = set()  # the ranks that said they hold theirs
         self.batches: list[list[int]] = []  # the ranks seen ended, by wake-up
-        for rank in range(n if n <= self.LIMIT else 0):
-            os.mkfifo(where / str(rank), 0o600)
-            # no writer yet: not readable until the rank has held it and ended
-            self.fds[os.open(where / str(rank), os.O_RDONLY | os.O_NONBLOCK)] = rank
+        try:
+            for rank in range(n if n <= self.LIMIT else 0):
+                os.mkfifo(where / str(rank), 0o600)
+                # no writer yet: not readable until the rank holds it
+                self.fds[os.open(where / str(rank), os.O_RDONLY | os.O_NONBLOCK)] = rank
+        except OSError:
+            for fd in self.fds:
+                os.close(fd)
+            raise
 
     def watch(self, sel: selectors.BaseSelector) -> None:
         for fd, rank in self.fds.items():
             sel.register(fd, selectors.EVENT_READ, ("rank", rank))
 
     def ended(self, sel: selectors.BaseSelector, fds: list[int]) -> None:
-        """These read ends became readable at one wake-up: their ranks ended."""
-        if fds:
-            self.batches.append(sorted(self.fds[fd] for fd in fds))
-        self.forget(sel, fds)
+        """These read ends became readable at one wake-up: a rank holds its lifeline
+        now, or has ended (one that ends without having held its own is not counted
+        as ended: it may not have been the rank)."""
+        gone = []
+        for fd in fds:
+            rank = self.fds[fd]
+            try:
+                data = os.read(fd, 64)
+                if data:
+                    self.held.add(rank)
+                    data = os.read(fd, 64)  # it may have ended since
+            except BlockingIOError:
+                continue  # held, and running
+            except OSError:
+                data = b""
+            if not data:
+                gone.append(fd)
+        ranks = sorted(self.fds[fd] for fd in gone if self.fds[fd] in self.held)
+        if ranks:
+            self.batches.append(ranks)
+        self.forget(sel, gone)
 
     def forget(self, sel: selectors.BaseSelector, fds: list[int]) -> None:
         for fd in fds:
@@ -143,13 +179,19 @@ class Lifelines:
         self.forget(sel, list(self.fds))
 
 
-def failed_first(batches: list[list[int]], codes: list[list[int]]) -> list[int]:
-    """The ranks of the first wake-up at which one ended badly (by Hydra's statuses,
-    when it ran on one host and so they are in rank order): one, the rank that
-    failed; several when they ended at once (Hydra stopped the others first)."""
-    statuses = codes[0] if len(codes) == 1 else None
+def failed_first(batches: list[list[int]], held: set[int],
+                 codes: list[list[int]]) -> list[int]:
+    """The ranks of the first wake-up at which one ended badly, by Hydra's statuses
+    (of one host: then in rank order): one, the rank that failed; several when they
+    ended at once (Hydra stopped the others first). None when a rank that ended
+    badly never held its lifeline: it may have been the first."""
+    if len(codes) != 1:
+        return []
+    statuses = codes[0]
+    if any(status and k not in held for k, status in enumerate(statuses)):
+        return []
     for batch in batches:
-        bad = [k for k in batch if statuses is None or (k < len(statuses) and statuses[k])]
+        bad = [k for k in batch if k < len(statuses) and statuses[k]]
         if bad:
             return bad
     return []
@@ -167,14 +209,14 @@ def how_it_ended(k: int, codes: list[list[int]]) -> str | None:
     return None
 
 
-def explain(stderr_lines: list[str], batches: list[list[int]],
+def explain(stderr_lines: list[str], batches: list[list[int]], held: set[int],
             codes: list[list[int]]) -> str | None:
     """The `etc: error:` line (without its prefix) for a failed run whose ranks
     said nothing, or None when Hydra's output and the ranks' ends do not tell."""
     m = ABORT.search("\n".join(stderr_lines))
     if m:
         return f"node {m.group(2)}: ended the run with MPI_Abort (status {m.group(1)})"
-    first = failed_first(batches, codes)
+    first = failed_first(batches, held, codes)
     if len(first) == 1:
         how = how_it_ended(first[0], codes) or "ended while the run was going on"
         return f"node {first[0]}: {how}"

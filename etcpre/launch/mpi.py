@@ -7,16 +7,19 @@ The MPI launcher is `ETC_MPIRUN` (a command line, e.g. `srun --mpi=pmix`), else
 P9): `--oversubscribe --bind-to none` when N exceeds the CPUs, `-x VAR` for the
 `ETC_*` settings, and a private session directory, removed after the run; with
 `--hosts` a host file for Open MPI's or MPICH's launcher (etcpre/launch/hosts.py
-decides each host's count). Run as
+decides each host's count). For MPICH's (Hydra) it asks for every rank's exit
+status and gives the ranks lifelines (etcpre/launch/hydra.py). Run as
 root, `OMPI_ALLOW_RUN_AS_ROOT=1` and `OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1` are in the
 environment of any MPI launcher (Open MPI refuses root without them).
 
 The ranks report their own faults (`etc: error: node K: ...`, then MPI_Abort or
 death by the signal); the MPI launcher then stops the others and prints its own
 account of it, which is held back and dropped. A rank that could not report (killed
-from outside, a sanitizer's exit) is named from that account: `etc: error: node K:
-killed by SIGKILL`. SIGINT, SIGTERM and SIGHUP stop the MPI launcher and so every
-rank; each rank says what it was running, and etcrun says it once for all of them.
+from outside, a sanitizer's exit) is named from Open MPI's account, or under Hydra,
+whose account does not say which rank failed, from the order in which the ranks'
+lifelines closed and their statuses: `etc: error: node K: killed by SIGKILL`.
+SIGINT, SIGTERM and SIGHUP stop the MPI launcher and so every rank; each rank says
+what it was running, and etcrun says it once for all of them.
 """
 
 from __future__ import annotations
@@ -35,7 +38,7 @@ import time
 from pathlib import Path
 
 from etcpre.launch import hydra
-from etcpre.launch.hosts import HostSlots
+from etcpre.launch.hosts import HostSlots, is_local
 from etcpre.launch.interrupted import RANK_WAS, interrupted_line
 from etcpre.launch.sinks import Sinks, read_pipe
 
@@ -149,22 +152,27 @@ class Launcher:
             # Open MPI's session directory, the ranks' lifelines under Hydra, our
             # host file: removed after the run, however it ends
             self.tmp = tempfile.mkdtemp(prefix="etc-mpi-")
-        self.watch: hydra.Lifelines | None = None
-        if kind == "hydra":
-            where = Path(self.tmp or "") / "lifelines"
-            where.mkdir()
-            self.env["ETC_MPI_LIFELINES"] = str(where)
-            self.watch = hydra.Lifelines(where, n)
-            flags += hydra.FLAGS
-            # MPICH's UCX device prints a backtrace of every crash after the rank's
-            # own report (read when the library loads: the rank cannot turn it off)
-            self.env.setdefault("UCX_HANDLE_ERRORS", "none")
         if slots:
             try:
                 flags += host_file(kind, slots, self.tmp or "")
             except BaseException:
                 shutil.rmtree(self.tmp or "", ignore_errors=True)
                 raise
+        self.watch: hydra.Lifelines | None = None
+        if kind == "hydra":
+            flags += hydra.FLAGS
+            # MPICH's UCX device prints a backtrace of every crash after the rank's
+            # own report (read when the library loads: the rank cannot turn it off)
+            self.env.setdefault("UCX_HANDLE_ERRORS", "none")
+            # lifelines are FIFOs of this host: for ranks of this host only
+            if all(is_local(s.host) for s in slots or []):
+                where = Path(self.tmp or "") / "lifelines"
+                try:
+                    where.mkdir()
+                    self.watch = hydra.Lifelines(where, n)
+                    self.env["ETC_MPI_LIFELINES"] = str(where)
+                except OSError:
+                    pass  # without them, Hydra's account is shown
         if kind == "openmpi":
             if n > (sum(s.count for s in slots) if slots else cpu_count()):
                 flags += ["--oversubscribe", "--bind-to", "none"]
@@ -243,6 +251,8 @@ class Launcher:
         finally:
             for s, h in old.items():
                 signal.signal(s, h)
+            if self.watch:
+                self.watch.close(self.sel)
             if self.tmp:
                 shutil.rmtree(self.tmp, ignore_errors=True)
 
@@ -299,7 +309,7 @@ class Launcher:
         """What failed, when no rank said: from Hydra's output and the order in which
         the ranks ended, or from Open MPI's account."""
         if self.watch:
-            said = hydra.explain(self.held, self.watch.batches,
+            said = hydra.explain(self.held, self.watch.batches, self.watch.held,
                                  self.hydra_out.codes if self.hydra_out else [])
             if said:
                 return said
@@ -307,14 +317,8 @@ class Launcher:
 
     def _relay(self, proc: subprocess.Popen[bytes]) -> None:
         """The launcher's output to ours until both its pipes end, or until it has
-        been stopped (an interrupt, our output gone) and the grace is over."""
-        try:
-            self._relay_pipes(proc)
-        finally:
-            if self.watch:
-                self.watch.close(self.sel)
-
-    def _relay_pipes(self, proc: subprocess.Popen[bytes]) -> None:
+        been stopped (an interrupt, our output gone) and the grace is over; the
+        ranks' lifelines seen closed meanwhile (hydra.Lifelines)."""
         stop_sent: float | None = None
         while any(isinstance(k.data, str) for k in self.sel.get_map().values()):
             if (self.interrupted or self.output_error) and stop_sent is None:

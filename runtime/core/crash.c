@@ -231,7 +231,8 @@ static void on_interrupt(int sig, siginfo_t *si, void *uc)
         /* an MPI launcher kills every rank once one has died: the others must have
          * had the signal, and said their line, first */
         struct timespec pause = {0, 100000000};
-        nanosleep(&pause, NULL);
+        while (nanosleep(&pause, &pause) != 0 && errno == EINTR)
+            ; /* a profiling build's timer signal must not cut it short */
     }
     pass_on(sig, si, (int)NFATAL + index, 1);
 }

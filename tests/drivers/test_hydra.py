@@ -53,29 +53,38 @@ def test_the_program_keeps_what_came_after_the_accounts_head() -> None:
 
 
 def test_the_exit_codes_are_never_the_programs() -> None:
-    # asked for by etcrun; a last line without its newline keeps its text
-    written, _, out = through([b"x\n", b"tail[mpiexec@vm] Exit codes: [a] 0,9 [b] 1280\n"],
-                              failed=False)
-    assert written == b"x\ntail\n" and out.codes == [[0, 9], [1280]]
+    # asked for by etcrun; a last line without its newline keeps its text; each host
+    # after the first on a line of its own
+    written, _, out = through([b"x\n", b"tail[mpiexec@vm] Exit codes: [a] 0,9\n",
+                               b"[b] 1280,-1\n", b"[c] 0\n", b"[not codes]\n"], failed=False)
+    assert written == b"x\ntail\n[not codes]\n" and out.codes == [[0, 9], [1280, -1], [0]]
+
+
+ALL = {0, 1, 2}  # the ranks that held their lifelines
 
 
 def test_the_rank_that_ended_alone_first_is_named() -> None:
-    assert hydra.explain([], [[2], [0], [1]], [[0, 9, 9]]) == "node 2: killed by SIGKILL"
-    assert hydra.explain([], [[1]], [[0, 5 << 8, 9]]) == \
+    assert hydra.explain([], [[2], [0], [1]], ALL, [[0, 9, 9]]) == "node 2: killed by SIGKILL"
+    assert hydra.explain([], [[1]], ALL, [[0, 5 << 8, 9]]) == \
         "node 1: exited with status 5 while the run was going on"
     # a rank that finished first, well, is not the one that failed
-    assert hydra.explain([], [[0], [2, 1]], [[0, 0, 9]]) == "node 2: killed by SIGKILL"
+    assert hydra.explain([], [[0], [2, 1]], ALL, [[0, 0, 9]]) == "node 2: killed by SIGKILL"
 
 
 def test_ranks_that_ended_at_once_are_all_named_and_none_chosen() -> None:
-    said = hydra.explain([], [[0, 1, 2]], [[0, 9, 9]])
+    said = hydra.explain([], [[0, 1, 2]], ALL, [[0, 9, 9]])
     assert said is not None and said.startswith("one of nodes 1, 2 ended the run")
 
 
-def test_an_abort_names_its_rank_and_nothing_known_says_nothing() -> None:
+def test_what_is_not_known_is_not_guessed() -> None:
     line = "Abort(3) on node 2 (rank 2 in comm 0): application called MPI_Abort(x, 3)"
-    assert hydra.explain([line], [], []) == "node 2: ended the run with MPI_Abort (status 3)"
-    assert hydra.explain([], [], [[0, 9]]) is None  # no lifeline seen: not guessed
+    assert hydra.explain([line], [], set(), []) == \
+        "node 2: ended the run with MPI_Abort (status 3)"
+    assert hydra.explain([], [], ALL, [[0, 9]]) is None  # no lifeline seen closed
+    # rank 0 ended badly before it held its lifeline: it may have been the first
+    assert hydra.explain([], [[2]], {1, 2}, [[9, 0, 9]]) is None
+    # statuses of several hosts: not in rank order
+    assert hydra.explain([], [[2]], ALL, [[0, 0], [9]]) is None
 
 
 def test_a_lifeline_is_seen_when_its_rank_ends(tmp_path: Path) -> None:
@@ -84,11 +93,15 @@ def test_a_lifeline_is_seen_when_its_rank_ends(tmp_path: Path) -> None:
     lines.watch(sel)
     assert sel.select(0) == []  # no rank has held one yet: nothing ended
     held = [os.open(tmp_path / str(k), os.O_WRONLY | os.O_NONBLOCK) for k in range(3)]
-    assert sel.select(0) == []
+    for k in (0, 1):  # as a rank says it holds its own
+        os.write(held[k], b"+")
+    lines.ended(sel, [key.fd for key, _ in sel.select(0)])
+    assert lines.held == {0, 1} and lines.batches == []
     for k in (1, 0):  # rank 1 ends, then (at the next wake-up) rank 0
         os.close(held[k])
         lines.ended(sel, [key.fd for key, _ in sel.select(0)])
+    os.close(held[2])  # rank 2 ends without having said it held its own: not counted
+    lines.ended(sel, [key.fd for key, _ in sel.select(0)])
     assert lines.batches == [[1], [0]]
     lines.close(sel)
-    os.close(held[2])
-    assert sel.get_map() == {}
+    assert sel.get_map() == {} and lines.fds == {}

@@ -10,7 +10,7 @@ import pytest
 
 from etcpre import toolchain
 
-from support import PROGRAMS, ROOT, TARGET_IDS, TARGETS, Builder, require, run
+from support import PROGRAMS, TARGET_IDS, TARGETS, Builder, require, run
 
 SRC = "check_misuse.tc"
 TC = str(PROGRAMS / SRC)
@@ -63,7 +63,7 @@ def undefined_symbols(lib: Path) -> set[str]:
 @pytest.mark.parametrize("target", TARGETS, ids=TARGET_IDS)
 def test_the_normal_build_has_no_checks(target: toolchain.Target) -> None:
     require(target)
-    lib = ROOT / "build" / "runtime" / "lib" / f"libetc_{target.name}.a"
+    lib = toolchain.home() / "build" / "runtime" / "lib" / f"libetc_{target.name}.a"
     symbols = subprocess.run(["nm", "-g", str(lib)], capture_output=True, text=True,
                              check=True).stdout
     assert "etc_check_" not in symbols
@@ -72,5 +72,5 @@ def test_the_normal_build_has_no_checks(target: toolchain.Target) -> None:
     assert "etc_check_signal" in checking
     # the runtime's internal invariants (ETC_ASSERT) are in the debug build only
     assert "etc_assert_fail" not in undefined_symbols(lib)
-    debug = ROOT / "build" / "runtime-debug" / "lib" / f"libetc_{target.name}.a"
+    debug = toolchain.home() / "build" / "runtime-debug" / "lib" / f"libetc_{target.name}.a"
     assert "etc_assert_fail" in undefined_symbols(debug), f"{debug} checks nothing"

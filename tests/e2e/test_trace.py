@@ -263,7 +263,7 @@ def test_drivers_refuse_what_cannot_trace(build: Builder, tmp_path: Path) -> Non
                          ids=list(toolchain.TARGETS))
 def test_the_normal_build_has_no_tracing(target: toolchain.Target) -> None:
     require(target)
-    lib = ROOT / "build" / "runtime" / "lib" / f"libetc_{target.name}.a"
+    lib = toolchain.home() / "build" / "runtime" / "lib" / f"libetc_{target.name}.a"
     symbols = subprocess.run(["nm", "-g", str(lib)], capture_output=True, text=True,
                              check=True).stdout
     assert "etc_trace_" not in symbols

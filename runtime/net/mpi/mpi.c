@@ -22,7 +22,8 @@
  * Faults (P6, P7): a fatal error calls MPI_Abort after printing it; a crash is
  * reported by the node (core/crash.c) and the MPI launcher ends the others; a
  * node that calls exit() during the run says so and aborts; a node killed from
- * outside is reported by etcrun's launcher from what mpirun says.
+ * outside is reported by etcrun's launcher from what the MPI launcher says
+ * (under MPICH's, with the ranks' lifelines, P9).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -647,8 +648,9 @@ static void abort_run(int status)
     fflush(stdout);
     fflush(stderr);
     mpi.running = 0;
-    if (mpi.n > 1)
-        sleep_for(ABORT_PAUSE);
+    struct timespec left = {0, (long)(ABORT_PAUSE * 1e9)};
+    while (mpi.n > 1 && nanosleep(&left, &left) != 0 && errno == EINTR)
+        ; /* a profiling build's timer signal must not cut it short */
     MPI_Abort(MPI_COMM_WORLD, status);
 }
 
@@ -793,8 +795,9 @@ static void setup_tagging(void)
 /* P9: Hydra's account of a rank that died does not say which rank failed.
  * Under it etcrun gives each rank of its host a FIFO, which the rank holds open
  * (never writing) while it lives: its end closes it as it closes the rank's
- * pipes to Hydra, before Hydra stops any other rank. (Not there, or nobody
- * reading: nothing to hold.) */
+ * pipes to Hydra, before Hydra stops any other rank. A byte written says it is
+ * held: a rank that ended before it held its own is not taken for one that
+ * lived. (Not there, or nobody reading: nothing to hold.) */
 static void hold_lifeline(void)
 {
     const char *dir = getenv("ETC_MPI_LIFELINES");
@@ -802,8 +805,12 @@ static void hold_lifeline(void)
     if (!dir || !*dir)
         return;
     int n = snprintf(path, sizeof path, "%s/%d", dir, mpi.me);
-    if (n > 0 && (size_t)n < sizeof path)
-        (void)open(path, O_WRONLY | O_NONBLOCK | O_CLOEXEC); /* held until the end */
+    if (n <= 0 || (size_t)n >= sizeof path)
+        return;
+    int fd = open(path, O_WRONLY | O_NONBLOCK | O_CLOEXEC); /* held until the end */
+    if (fd >= 0 && write(fd, "+", 1) != 1) {
+        close(fd); /* not said held: etcrun will not rely on it */
+    }
 }
 
 /* P4: more ranks on this machine than it has CPUs (all of them, not this
