@@ -36,6 +36,7 @@ CASES: list[tuple[Path, list[str]]] = [
     (PROGRAMS / "lb_idle.tc", ["0.05"]),
     (PROGRAMS / "lb_knary.tc", ["3", "4", "1", "200"]),
     (PROGRAMS / "lb_queens.tc", ["8", "2"]),
+    (PROGRAMS / "launcher_lookalike.tc", []),
     (PROGRAMS / "leak.tc", []),
     (PROGRAMS / "poll_wait.tc", []),
     (PROGRAMS / "prof_parts.tc", ["0.01"]),
