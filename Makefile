@@ -84,8 +84,12 @@ test: all runtime-san runtime-debug $(if $(HAVE_MPICH),runtime-mpich)
 
 # The mpi target's end-to-end and layer tests under MPICH (sanitized builds aside;
 # "not compile": -k matches substrings, and "compile" holds "mpi").
+ifneq ($(filter test-mpich,$(MAKECMDGOALS)),)
+ifeq ($(HAVE_MPICH),)
+$(error MPICH is not installed ($(MPICH_CC), $(MPICH_RUN) missing): apt-get install mpich libmpich-dev)
+endif
+endif
 test-mpich: all runtime-mpich
-	$(if $(HAVE_MPICH),,$(error MPICH is not installed ($(MPICH_CC), $(MPICH_RUN)); apt-get install mpich libmpich-dev))
 	@echo "make test: the mpi target's tests again, under MPICH ($(MPICH_RUN))"
 	@ETC_HOME=$(MPICH_HOME) ETC_MPICC=$(MPICH_CC) ETC_MPIRUN=$(MPICH_RUN) \
 		$(PY) -m pytest -q -k "mpi and not compile" tests/e2e tests/runtime \

@@ -179,15 +179,21 @@ class Lifelines:
         self.forget(sel, list(self.fds))
 
 
+def rank_statuses(codes: list[list[int]], n: int) -> list[int] | None:
+    """Hydra's statuses in rank order: those of one host that ran all n ranks (a
+    host without statuses is left out of Hydra's list, and several hosts' are not
+    in rank order)."""
+    return codes[0] if len(codes) == 1 and len(codes[0]) == n else None
+
+
 def failed_first(batches: list[list[int]], held: set[int],
-                 codes: list[list[int]]) -> list[int]:
-    """The ranks of the first wake-up at which one ended badly, by Hydra's statuses
-    (of one host: then in rank order): one, the rank that failed; several when they
-    ended at once (Hydra stopped the others first). None when a rank that ended
-    badly never held its lifeline: it may have been the first."""
-    if len(codes) != 1:
+                 statuses: list[int] | None) -> list[int]:
+    """The ranks of the first wake-up at which one ended badly, by their statuses:
+    one, the rank that failed; several when they ended at once (Hydra stopped the
+    others first). None when a rank that ended badly never held its lifeline: it
+    may have been the first."""
+    if statuses is None:
         return []
-    statuses = codes[0]
     if any(status and k not in held for k, status in enumerate(statuses)):
         return []
     for batch in batches:
@@ -197,11 +203,9 @@ def failed_first(batches: list[list[int]], held: set[int],
     return []
 
 
-def how_it_ended(k: int, codes: list[list[int]]) -> str | None:
-    """How rank k ended, from Hydra's statuses (one host: in rank order)."""
-    if len(codes) != 1 or k >= len(codes[0]):
-        return None
-    status = codes[0][k]
+def how_it_ended(k: int, statuses: list[int]) -> str | None:
+    """How rank k ended, from its status."""
+    status = statuses[k]
     if os.WIFSIGNALED(status):
         return f"killed by {signal_name(os.WTERMSIG(status))}"
     if os.WIFEXITED(status) and os.WEXITSTATUS(status):
@@ -210,19 +214,20 @@ def how_it_ended(k: int, codes: list[list[int]]) -> str | None:
 
 
 def explain(stderr_lines: list[str], batches: list[list[int]], held: set[int],
-            codes: list[list[int]]) -> str | None:
+            codes: list[list[int]], n: int) -> str | None:
     """The `etc: error:` line (without its prefix) for a failed run whose ranks
     said nothing, or None when Hydra's output and the ranks' ends do not tell."""
     m = ABORT.search("\n".join(stderr_lines))
     if m:
         return f"node {m.group(2)}: ended the run with MPI_Abort (status {m.group(1)})"
-    first = failed_first(batches, held, codes)
+    statuses = rank_statuses(codes, n)
+    first = failed_first(batches, held, statuses)
+    if statuses is None or not first:
+        return None
     if len(first) == 1:
-        how = how_it_ended(first[0], codes) or "ended while the run was going on"
+        how = how_it_ended(first[0], statuses) or "ended while the run was going on"
         return f"node {first[0]}: {how}"
-    if first:
-        each = [f"node {k} {how_it_ended(k, codes) or 'ended'}" for k in first]
-        return (f"one of nodes {', '.join(str(k) for k in first)} ended the run: they ended "
-                f"at once ({'; '.join(each)}), and MPICH's launcher, which stops the others "
-                "when one ends, does not say which was first")
-    return None
+    each = [f"node {k} {how_it_ended(k, statuses) or 'ended'}" for k in first]
+    return (f"one of nodes {', '.join(str(k) for k in first)} ended the run: they ended "
+            f"at once ({'; '.join(each)}), and MPICH's launcher, which stops the others "
+            "when one ends, does not say which was first")

@@ -142,6 +142,9 @@ class Launcher:
         self.env = dict(env)
         self.env["ETC_NODES"] = str(n)
         cmd = mpi_command(self.env)
+        # absolute: a launcher may look a bare name up in PATH, or start elsewhere
+        where_prog = str(prog.resolve())
+        self.sel = selectors.DefaultSelector()
         self.tmp: str | None = None
         flags: list[str] = []
         if os.geteuid() == 0:  # Open MPI refuses root without both; others ignore them
@@ -158,21 +161,11 @@ class Launcher:
             except BaseException:
                 shutil.rmtree(self.tmp or "", ignore_errors=True)
                 raise
-        self.watch: hydra.Lifelines | None = None
         if kind == "hydra":
             flags += hydra.FLAGS
             # MPICH's UCX device prints a backtrace of every crash after the rank's
             # own report (read when the library loads: the rank cannot turn it off)
             self.env.setdefault("UCX_HANDLE_ERRORS", "none")
-            # lifelines are FIFOs of this host: for ranks of this host only
-            if all(is_local(s.host) for s in slots or []):
-                where = Path(self.tmp or "") / "lifelines"
-                try:
-                    where.mkdir()
-                    self.watch = hydra.Lifelines(where, n)
-                    self.env["ETC_MPI_LIFELINES"] = str(where)
-                except OSError:
-                    pass  # without them, Hydra's account is shown
         if kind == "openmpi":
             if n > (sum(s.count for s in slots) if slots else cpu_count()):
                 flags += ["--oversubscribe", "--bind-to", "none"]
@@ -181,9 +174,7 @@ class Launcher:
                     flags += ["-x", key]
             self.env["OMPI_MCA_orte_tmpdir_base"] = self.tmp or ""
             self.env["OMPI_MCA_prte_tmpdir_base"] = self.tmp or ""
-        # absolute: a launcher may look a bare name up in PATH, or start elsewhere
-        self.cmd = [*cmd, *flags, "-n", str(n), str(prog.resolve()), *args]
-        self.sel = selectors.DefaultSelector()
+        self.cmd = [*cmd, *flags, "-n", str(n), where_prog, *args]
         self.held: list[str] = []  # the MPI launcher's own lines, held back
         self.in_block = False
         self.reported = False  # a rank printed its own `etc: error:`
@@ -194,6 +185,17 @@ class Launcher:
         self.hydra_out = hydra.Stdout(lambda raw: self._write("out", raw)) \
             if kind == "hydra" else None
         self.output_error: str | None = None  # the run's output was lost: it fails
+        self.watch: hydra.Lifelines | None = None
+        # last: nothing after it may fail and leave its descriptors open. Lifelines
+        # are FIFOs of this host: for ranks of this host only
+        if kind == "hydra" and all(is_local(s.host) for s in slots or []):
+            where = Path(self.tmp or "") / "lifelines"
+            try:
+                where.mkdir()
+                self.watch = hydra.Lifelines(where, n)
+                self.env["ETC_MPI_LIFELINES"] = str(where)
+            except OSError:
+                pass  # without them, Hydra's account is shown
 
     def _write(self, stream: str, data: bytes) -> None:
         """Writes to etcrun's own stdout/stderr; a write error fails the run (N10)."""
@@ -253,6 +255,7 @@ class Launcher:
                 signal.signal(s, h)
             if self.watch:
                 self.watch.close(self.sel)
+            self.sel.close()
             if self.tmp:
                 shutil.rmtree(self.tmp, ignore_errors=True)
 
@@ -310,7 +313,7 @@ class Launcher:
         the ranks ended, or from Open MPI's account."""
         if self.watch:
             said = hydra.explain(self.held, self.watch.batches, self.watch.held,
-                                 self.hydra_out.codes if self.hydra_out else [])
+                                 self.hydra_out.codes if self.hydra_out else [], self.n)
             if said:
                 return said
         return explain("\n".join(self.held + account), status)

@@ -64,27 +64,29 @@ ALL = {0, 1, 2}  # the ranks that held their lifelines
 
 
 def test_the_rank_that_ended_alone_first_is_named() -> None:
-    assert hydra.explain([], [[2], [0], [1]], ALL, [[0, 9, 9]]) == "node 2: killed by SIGKILL"
-    assert hydra.explain([], [[1]], ALL, [[0, 5 << 8, 9]]) == \
+    assert hydra.explain([], [[2], [0], [1]], ALL, [[0, 9, 9]], 3) == "node 2: killed by SIGKILL"
+    assert hydra.explain([], [[1]], ALL, [[0, 5 << 8, 9]], 3) == \
         "node 1: exited with status 5 while the run was going on"
     # a rank that finished first, well, is not the one that failed
-    assert hydra.explain([], [[0], [2, 1]], ALL, [[0, 0, 9]]) == "node 2: killed by SIGKILL"
+    assert hydra.explain([], [[0], [2, 1]], ALL, [[0, 0, 9]], 3) == "node 2: killed by SIGKILL"
 
 
 def test_ranks_that_ended_at_once_are_all_named_and_none_chosen() -> None:
-    said = hydra.explain([], [[0, 1, 2]], ALL, [[0, 9, 9]])
+    said = hydra.explain([], [[0, 1, 2]], ALL, [[0, 9, 9]], 3)
     assert said is not None and said.startswith("one of nodes 1, 2 ended the run")
 
 
 def test_what_is_not_known_is_not_guessed() -> None:
     line = "Abort(3) on node 2 (rank 2 in comm 0): application called MPI_Abort(x, 3)"
-    assert hydra.explain([line], [], set(), []) == \
+    assert hydra.explain([line], [], set(), [], 3) == \
         "node 2: ended the run with MPI_Abort (status 3)"
-    assert hydra.explain([], [], ALL, [[0, 9]]) is None  # no lifeline seen closed
+    assert hydra.explain([], [], ALL, [[0, 9, 0]], 3) is None  # no lifeline seen closed
     # rank 0 ended badly before it held its lifeline: it may have been the first
-    assert hydra.explain([], [[2]], {1, 2}, [[9, 0, 9]]) is None
-    # statuses of several hosts: not in rank order
-    assert hydra.explain([], [[2]], ALL, [[0, 0], [9]]) is None
+    assert hydra.explain([], [[2]], {1, 2}, [[9, 0, 9]], 3) is None
+    # statuses of several hosts: not in rank order; of fewer ranks than ran (Hydra
+    # leaves out a host that gave none)
+    assert hydra.explain([], [[2]], ALL, [[0, 0], [9]], 3) is None
+    assert hydra.explain([], [[1]], ALL, [[0, 9]], 3) is None
 
 
 def test_a_lifeline_is_seen_when_its_rank_ends(tmp_path: Path) -> None:

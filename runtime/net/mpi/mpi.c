@@ -648,7 +648,8 @@ static void abort_run(int status)
     fflush(stdout);
     fflush(stderr);
     mpi.running = 0;
-    struct timespec left = {0, (long)(ABORT_PAUSE * 1e9)};
+    struct timespec left = {(time_t)ABORT_PAUSE,
+                            (long)((ABORT_PAUSE - (double)(time_t)ABORT_PAUSE) * 1e9)};
     while (mpi.n > 1 && nanosleep(&left, &left) != 0 && errno == EINTR)
         ; /* a profiling build's timer signal must not cut it short */
     MPI_Abort(MPI_COMM_WORLD, status);
