@@ -815,9 +815,19 @@ static void hold_lifeline(void)
 }
 
 /* P4: more ranks on this machine than it has CPUs (all of them, not this
- * rank's affinity: the MPI launcher may bind each rank to one core). */
+ * rank's affinity: the MPI launcher may bind each rank to one core). Open MPI's
+ * and MPICH's launchers say how many ranks they started here; else ask MPI (a
+ * collective: slow when many ranks share a CPU). */
 static int ranks_here(void)
 {
+    static const char *const said[] = {"OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS"};
+    for (size_t i = 0; i < sizeof said / sizeof *said; i++) {
+        const char *v = getenv(said[i]);
+        char *end;
+        long here = v ? strtol(v, &end, 10) : 0;
+        if (v && *v && !*end && here >= 1 && here <= mpi.n)
+            return (int)here;
+    }
     MPI_Comm local;
     int here = mpi.n;
     if (MPI_Comm_split_type(mpi.comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &local) ==
