@@ -17,9 +17,10 @@ from __future__ import annotations
 import os
 import re
 import selectors
-import signal
 from collections.abc import Callable
 from pathlib import Path
+
+from etcpre.launch.ended import signal_name
 
 FLAGS = ["-print-all-exitcodes"]
 BAR = re.compile(r"^={40,}$")
@@ -36,13 +37,6 @@ ABORT = re.compile(r"^Abort\((\d+)\) on node \d+ \(rank (\d+) in comm", re.M)
 EXIT_CODES = re.compile(rb"\[mpiexec@[^\]]*\] Exit codes: (.*)$")
 HOST_CODES = re.compile(r"\[[^\]]+\] (-?\d+(?:,-?\d+)*)")
 MORE_CODES = re.compile(rb"^\[[^\]]+\] -?\d+(?:,-?\d+)*\n?$")
-
-
-def signal_name(num: int) -> str:
-    try:
-        return signal.Signals(num).name
-    except ValueError:
-        return f"signal {num}"
 
 
 def codes_of(raw: bytes) -> list[list[int]]:

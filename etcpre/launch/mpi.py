@@ -38,6 +38,7 @@ import time
 from pathlib import Path
 
 from etcpre.launch import hydra
+from etcpre.launch.ended import signal_name
 from etcpre.launch.hosts import HostSlots, is_local
 from etcpre.launch.interrupted import RANK_WAS, interrupted_line
 from etcpre.launch.sinks import Sinks, read_pipe
@@ -122,7 +123,7 @@ def explain(text: str, status: int) -> str:
     the MPI launcher printed."""
     m = KILLED.search(text)
     if m:
-        return f"node {m.group(1)}: killed by {hydra.signal_name(int(m.group(2)))}"
+        return f"node {m.group(1)}: killed by {signal_name(int(m.group(2)))}"
     name, code = EXIT_NAME.search(text), EXIT_CODE.search(text)
     if name and code:
         return (f"node {name.group(1)}: exited with status {code.group(1)} while the run was "
@@ -131,7 +132,7 @@ def explain(text: str, status: int) -> str:
     if m:
         return f"node {m.group(1)}: exited without finishing the run"
     if status < 0:
-        return f"the MPI launcher was killed by {hydra.signal_name(-status)}"
+        return f"the MPI launcher was killed by {signal_name(-status)}"
     return f"the MPI launcher failed (exit status {status}); its message is above"
 
 

@@ -38,6 +38,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from etcpre.launch.ended import signal_name
 from etcpre.launch.hosts import (
     HostsError,
     HostSlots,
@@ -583,10 +584,7 @@ def describe(status: int | None) -> str:
     if status is None:
         return "still running"
     if status < 0:
-        try:
-            return f"killed by {signal.Signals(-status).name}"
-        except ValueError:
-            return f"killed by signal {-status}"
+        return f"killed by {signal_name(-status)}"
     return f"exited with status {status}"
 
 

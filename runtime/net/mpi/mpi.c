@@ -551,9 +551,14 @@ _Atomic uint64_t *etc_net_boundary_word(void)
     return NULL; /* the boundary logic (flush, time-gated poll) is in the call */
 }
 
+static struct timespec timespec_of(double s)
+{
+    return (struct timespec){(time_t)s, (long)((s - (double)(time_t)s) * 1e9)};
+}
+
 static void sleep_for(double s)
 {
-    struct timespec ts = {(time_t)s, (long)((s - (double)(time_t)s) * 1e9)};
+    struct timespec ts = timespec_of(s);
     nanosleep(&ts, NULL);
 }
 
@@ -648,8 +653,7 @@ static void abort_run(int status)
     fflush(stdout);
     fflush(stderr);
     mpi.running = 0;
-    struct timespec left = {(time_t)ABORT_PAUSE,
-                            (long)((ABORT_PAUSE - (double)(time_t)ABORT_PAUSE) * 1e9)};
+    struct timespec left = timespec_of(ABORT_PAUSE);
     while (mpi.n > 1 && nanosleep(&left, &left) != 0 && errno == EINTR)
         ; /* a profiling build's timer signal must not cut it short */
     MPI_Abort(MPI_COMM_WORLD, status);
