@@ -6,7 +6,7 @@
  * coalesced per destination exactly as on tcp (F2) and fragmented above 256
  * KiB (F3); a destination's buffer is handed whole to MPI_Isend (no copy) and
  * comes back to a pool when the send completes. Every node keeps a ring of
- * receives pre-posted from any source on its own duplicate of
+ * persistent receives posted from any source on its own duplicate of
  * MPI_COMM_WORLD, each big enough for the largest buffer a sender hands over,
  * and handles them in the order they were posted: MPI matches a source's
  * messages to receives in posting order, so per-pair order holds (N1).
@@ -380,8 +380,7 @@ int etc_net_write_remote(int node, void *remote_dst, const void *local_src, size
 static void post(recv_slot *r)
 {
     r->done = 0;
-    check(MPI_Irecv(r->buf, (int)CHUNK, MPI_BYTE, MPI_ANY_SOURCE, TAG, mpi.comm, &r->req),
-          "MPI_Irecv", -1);
+    check(MPI_Start(&r->req), "MPI_Start of a receive", -1);
 }
 
 /* P2: handled slots are posted again in the order they were handled (so the
@@ -599,10 +598,11 @@ static void release_receives(void)
 {
     for (int i = 0; i < RECVS; i++) {
         recv_slot *r = &mpi.rx[i];
-        if (r->done)
-            continue;
-        MPI_Cancel(&r->req);
-        MPI_Wait(&r->req, MPI_STATUS_IGNORE);
+        if (!r->done) {
+            MPI_Cancel(&r->req);
+            MPI_Wait(&r->req, MPI_STATUS_IGNORE);
+        }
+        MPI_Request_free(&r->req);
     }
 }
 
@@ -923,6 +923,8 @@ void etc_net_start(int want, int *node_id, int *num_nodes)
     if (mpi.n > 1)
         for (int i = 0; i < RECVS; i++) {
             mpi.rx[i].buf = etc_xmalloc(CHUNK);
+            check(MPI_Recv_init(mpi.rx[i].buf, (int)CHUNK, MPI_BYTE, MPI_ANY_SOURCE, TAG,
+                                mpi.comm, &mpi.rx[i].req), "MPI_Recv_init", -1);
             post(&mpi.rx[i]);
         }
     setup_tagging();
