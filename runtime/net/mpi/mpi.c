@@ -101,6 +101,7 @@ ETC_NET_LAYER("mpi");
 #define SLEEP_MAX_FACTOR 64      /* both times the ranks per CPU, at most this */
 #define SPIN_SECONDS 50e-6       /* P4: how long an idle node spins first */
 #define FINISH_SECONDS 30.0      /* P5: the longest a node waits for the others' goodbyes */
+#define AWAIT_SLEEP_MAX 4e-3     /* P4: the longest sleep in a start-up collective */
 #define ABORT_PAUSE 0.1          /* P6: a failing rank's wait before MPI_Abort */
 
 typedef struct {
@@ -834,12 +835,58 @@ static int ranks_here(void)
     }
     MPI_Comm local;
     int here = mpi.n;
-    if (MPI_Comm_split_type(mpi.comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &local) ==
-        MPI_SUCCESS) {
+    int rc = MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL,
+                                 &local);
+    if (rc == MPI_SUCCESS) {
         MPI_Comm_size(local, &here);
         MPI_Comm_free(&local);
     }
     return here;
+}
+
+/* P4: how idle waits are paced, from the ranks per CPU on this host. */
+static void pace_idle_waits(void)
+{
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    if (cpus < 1)
+        cpus = 1;
+    int here = ranks_here();
+    long per_cpu = (here + cpus - 1) / cpus;
+    mpi.oversubscribed = here > cpus;
+    /* every idle rank wakes at every step of its sleep: with many ranks a CPU,
+     * short steps add up to a busy CPU, and a rank waits its turn for a CPU
+     * longer than the steps anyway */
+    double factor = (double)(per_cpu > SLEEP_MAX_FACTOR ? SLEEP_MAX_FACTOR : per_cpu);
+    mpi.sleep_min = SLEEP_MIN * factor;
+    mpi.sleep_max = SLEEP_MAX * factor;
+    mpi.sleep_growth = 2;
+    if (mpi.oversubscribed) {
+        /* each message restarts the steps from the shortest, and a wake-up that
+         * finds one is dearer than an empty one: fewer, longer steps */
+        mpi.sleep_max *= 2;
+        mpi.sleep_growth = 4;
+    }
+}
+
+/* P4: waits for a start-up collective as an idle node waits. MPICH's blocking
+ * collectives spin: with more ranks than CPUs, ranks still starting would wait
+ * for a CPU behind ranks that spin. */
+static void await_collective(MPI_Request *req, const char *what)
+{
+    double spin_end = etc_time() + (mpi.oversubscribed ? 0 : SPIN_SECONDS);
+    double step = mpi.sleep_min;
+    for (;;) {
+        int done = 0;
+        check(MPI_Test(req, &done, MPI_STATUS_IGNORE), what, -1);
+        if (done)
+            return;
+        if (etc_time() < spin_end)
+            continue;
+        sleep_for(step);
+        step *= mpi.sleep_growth;
+        if (step > AWAIT_SLEEP_MAX)
+            step = AWAIT_SLEEP_MAX;
+    }
 }
 
 void etc_net_start(int want, int *node_id, int *num_nodes)
@@ -867,10 +914,13 @@ void etc_net_start(int want, int *node_id, int *num_nodes)
     MPI_Comm_rank(MPI_COMM_WORLD, &mpi.me);
     MPI_Comm_size(MPI_COMM_WORLD, &mpi.n);
     hold_lifeline();
+    pace_idle_waits();
     /* P2: a communicator of our own, so that nothing else's messages mix with
      * ours; errors come back to us and are reported as fatal errors */
     LSAN_OFF();
-    MPI_Comm_dup(MPI_COMM_WORLD, &mpi.comm);
+    MPI_Request dup;
+    check(MPI_Comm_idup(MPI_COMM_WORLD, &mpi.comm, &dup), "MPI_Comm_idup", -1);
+    await_collective(&dup, "MPI_Comm_idup");
     LSAN_ON();
     MPI_Comm_set_errhandler(mpi.comm, MPI_ERRORS_RETURN);
     if (want > 0 && want != mpi.n) {
@@ -889,25 +939,6 @@ void etc_net_start(int want, int *node_id, int *num_nodes)
         fflush(stderr);
         MPI_Finalize();
         exit(2);
-    }
-    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-    if (cpus < 1)
-        cpus = 1;
-    int here = ranks_here();
-    long per_cpu = (here + cpus - 1) / cpus;
-    mpi.oversubscribed = here > cpus;
-    /* every idle rank wakes at every step of its sleep: with many ranks a CPU,
-     * short steps add up to a busy CPU, and a rank waits its turn for a CPU
-     * longer than the steps anyway */
-    double factor = (double)(per_cpu > SLEEP_MAX_FACTOR ? SLEEP_MAX_FACTOR : per_cpu);
-    mpi.sleep_min = SLEEP_MIN * factor;
-    mpi.sleep_max = SLEEP_MAX * factor;
-    mpi.sleep_growth = 2;
-    if (mpi.oversubscribed) {
-        /* each message restarts the steps from the shortest, and a wake-up that
-         * finds one is dearer than an empty one: fewer, longer steps */
-        mpi.sleep_max *= 2;
-        mpi.sleep_growth = 4;
     }
     mpi.bye = calloc((size_t)mpi.n, sizeof *mpi.bye);
     mpi.frag = calloc((size_t)mpi.n, sizeof *mpi.frag);
@@ -931,7 +962,9 @@ void etc_net_start(int want, int *node_id, int *num_nodes)
     on_exit(on_exit_check, NULL);
     mpi.running = 1;
     /* every rank is up before MAIN starts computing (as smp's R9) */
-    check(MPI_Barrier(mpi.comm), "MPI_Barrier", -1);
+    MPI_Request all_up;
+    check(MPI_Ibarrier(mpi.comm, &all_up), "MPI_Ibarrier", -1);
+    await_collective(&all_up, "MPI_Ibarrier");
     etc_gate_ready(&mpi.gate, POLL_INTERVAL);
     *node_id = mpi.me;
     *num_nodes = mpi.n;
