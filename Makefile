@@ -122,7 +122,7 @@ FUZZ_SEED ?= 1
 fuzz: $(STAMP)
 	@$(PY) tests/translator/fuzz.py --count 2000 --seed $(FUZZ_SEED)
 
-bench: all
+bench: all $(if $(HAVE_MPICH),runtime-mpich)
 	@$(PY) bench/run.py
 
 lint: $(STAMP)

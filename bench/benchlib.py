@@ -77,9 +77,10 @@ def run(cmd: Sequence[str], env: dict[str, str] | None = None, timeout: float = 
     return proc
 
 
-def etcc(src: Path, out: Path, *flags: str) -> Path:
+def etcc(src: Path, out: Path, *flags: str, env: dict[str, str] | None = None) -> Path:
     out.parent.mkdir(parents=True, exist_ok=True)
-    run([str(BIN / "etcc"), "-O2", *flags, str(src), "-o", str(out)])
+    run([str(BIN / "etcc"), "-O2", *flags, str(src), "-o", str(out)],
+        env={**os.environ, **(env or {})})
     return out
 
 

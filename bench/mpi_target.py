@@ -3,12 +3,17 @@ a remote sync round trip against an MPI ping-pong of the same size (goal: at mos
 1.3x; beside it, the same ping-pong made with the calls a runtime that computes between
 messages must use), pipelined remote syncs (goal: over 5 M/s), a 1 MiB block move against an
 MPI_Send stream of 1 MiB blocks (goal: at least 0.7 of it), and fib(32) on 2 mpi
-ranks against 2 smp nodes. Skipped, saying why, where the mpi target is not
-available."""
+ranks against 2 smp nodes. Then starting and ending 64 ranks, against a program of
+MPI_Init, MPI_Barrier and MPI_Finalize alone, under each MPI implementation built for.
+Skipped, saying why, where the mpi target is not available."""
 
 from __future__ import annotations
 
 import os
+import resource
+import shlex
+import shutil
+import time
 from pathlib import Path
 
 from benchlib import (
@@ -29,16 +34,89 @@ from benchlib import (
 from etcpre import toolchain
 from etcpre.launch import mpi as mpi_launch
 
+STARTUP_RANKS = 64
 
-def raw_mpi(prog: Path, *args: str) -> float:
-    """One run of the raw MPI peer on 2 ranks, launched as etcrun launches (P9)."""
-    env = dict(os.environ)
+
+def raw_command(ranks: int, extra: dict[str, str] | None = None
+                ) -> tuple[list[str], dict[str, str]]:
+    """The command line and environment that start a raw MPI program on `ranks` ranks
+    as etcrun starts an mpi program (P9)."""
+    env = {**os.environ, **(extra or {})}
     cmd = mpi_launch.mpi_command(env)
     if os.geteuid() == 0:
         env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
-    if mpi_launch.launcher_kind(cmd, env) == "openmpi" and 2 > mpi_launch.cpu_count():
+    if mpi_launch.launcher_kind(cmd, env) == "openmpi" and ranks > mpi_launch.cpu_count():
         cmd += ["--oversubscribe", "--bind-to", "none"]
-    return float(run([*cmd, "-n", "2", str(prog), *args], env=env).stdout.split()[-1])
+    return [*cmd, "-n", str(ranks)], env
+
+
+def raw_mpi(prog: Path, *args: str) -> float:
+    """One run of the raw MPI peer on 2 ranks, launched as etcrun launches (P9)."""
+    cmd, env = raw_command(2)
+    return float(run([*cmd, str(prog), *args], env=env).stdout.split()[-1])
+
+
+def wall_and_cpu(cmd: list[str], env: dict[str, str]) -> tuple[float, float]:
+    """A run's wall time and the CPU time (user and system) of every process it
+    started."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t0 = time.perf_counter()
+    run(cmd, env=env, timeout=300)
+    wall = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+
+
+def implementations() -> list[tuple[str, dict[str, str]]]:
+    """The MPI implementations to start programs under: the default launcher's, and
+    MPICH beside it where `make runtime-mpich` built the runtime for it."""
+    env = dict(os.environ)
+    kind = mpi_launch.launcher_kind(mpi_launch.mpi_command(env), env)
+    found = [({"openmpi": "Open MPI", "mpich": "MPICH"}.get(kind, kind), {})]
+    mpich = ROOT / "build" / "mpich"
+    if (kind != "mpich" and (mpich / "build" / "runtime").is_dir()
+            and shutil.which("mpicc.mpich") and shutil.which("mpiexec.mpich")):
+        found.append(("MPICH", {"ETC_HOME": str(mpich), "ETC_MPICC": "mpicc.mpich",
+                                "ETC_MPIRUN": "mpiexec.mpich"}))
+    return found
+
+
+def startup(quick: bool) -> tuple[list[str], dict[str, float]]:
+    """Starting and ending STARTUP_RANKS ranks, more than the CPUs: samples/hello.tc
+    through etcrun against MPI_Init, MPI_Barrier and MPI_Finalize alone, started the
+    same way, in turn; wall time and the CPU time of all the run's processes."""
+    reps = 1 if quick else 3
+    rows: list[list[object]] = []
+    data: dict[str, float] = {}
+    for name, extra in implementations():
+        out = OUT / "mpi" / name.replace(" ", "-").lower()
+        env = {**os.environ, **extra}
+        hello = etcc(ROOT / "samples" / "hello.tc", out / "hello", "-target", "mpi", env=extra)
+        raw = out / "mpi_startup"
+        compiler = (shlex.split(extra["ETC_MPICC"]) if "ETC_MPICC" in extra
+                    else toolchain.c_compiler("mpi"))
+        run([*compiler, "-O2", str(BENCH / "peers" / "mpi_startup.c"), "-o", str(raw)])
+        raw_cmd, raw_env = raw_command(STARTUP_RANKS, extra)
+        etc_runs, raw_runs = [], []
+        for _ in range(reps):
+            etc_runs.append(wall_and_cpu(
+                [str(ROOT / ".venv" / "bin" / "etcrun"), "-n", str(STARTUP_RANKS), str(hello)],
+                env))
+            raw_runs.append(wall_and_cpu([*raw_cmd, str(raw)], raw_env))
+        for i, what in enumerate(("wall (s)", "CPU (s)")):
+            mine, base = (median_of([r[i] for r in etc_runs]),
+                          median_of([r[i] for r in raw_runs]))
+            rows.append([f"{name}: {what}", mine, base, mine / base])
+            key = f"{name.replace(' ', '').lower()}_{what.split()[0].lower()}"
+            data[f"startup_{STARTUP_RANKS}_{key}"] = mine / base
+    lines = [f"Starting and ending {STARTUP_RANKS} ranks on this machine's "
+             f"{mpi_launch.cpu_count()} CPUs: samples/hello.tc through etcrun against a "
+             f"program of MPI_Init, MPI_Barrier and MPI_Finalize alone "
+             f"(bench/peers/mpi_startup.c) started the same way; median of {reps} "
+             f"run{'s' if reps > 1 else ''} each, "
+             f"taken in turn; CPU is the user and system time of every process of the run.",
+             "", *table(["run", "etc hello", "MPI alone", "etc / MPI"], rows)]
+    return lines, data
 
 
 def ops(prog: Path, test: str, count: int, arg: int) -> list[float]:
@@ -107,11 +185,13 @@ def bench(quick: bool) -> Section:
             f"at least 0.7 of MPI_Send: **{r_blk:.2f}** ({'met' if r_blk >= 0.7 else 'not met'});"
             f" fib(32) on 2 mpi ranks takes **{t_mpi / t_smp:.2f}x** the time of 2 smp nodes.",
             "")
+    lines, started = startup(quick)
+    sec.add(*lines, "")
     sec.data = {"sync_rtt_ns": median_of(rtt), "mpi_pingpong_ns": median_of(raw_rtt),
                 "mpi_polled_pingpong_ns": median_of(polled), "sync_pipe_ns": median_of(pipe),
                 "blkmov_1mib_mbs": median_of(blk),
                 "mpi_send_1mib_mbs": median_of(raw_bw), "fib32_mpi_s": t_mpi,
-                "fib32_smp_s": t_smp}
+                "fib32_smp_s": t_smp, **started}
     return sec
 
 
