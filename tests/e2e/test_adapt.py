@@ -16,6 +16,7 @@ import pytest
 
 from etcpre import toolchain
 
+import support
 from support import Builder, etcrun, run
 
 NODES = 4
@@ -24,6 +25,9 @@ TREE = ["6", "3", "20000"]  # 729 leaves
 # token once, at the start; nop never)
 MOVERS = [lb for lb in toolchain.BALANCERS if lb not in ("minima", "nop")]
 OVERLOADED = "0.00 0.00 0.00 99/100 1\n"
+MULTI_NODE = [t.name for t in support.TARGETS if t.max_nodes > 1]
+# the targets whose nodes a launcher starts, each a process that talks by messages
+LAUNCHED = [t.name for t in support.TARGETS if t.launcher]
 
 
 def _load_file(tmp_path: Path, text: str) -> dict[str, str]:
@@ -103,7 +107,7 @@ def test_the_highest_numbered_nodes_go_first(build: Builder, tmp_path: Path, run
     assert {k for k in range(NODES) if leaves[k] == 0} == dormant, proc.stdout
 
 
-@pytest.mark.parametrize("target", ["tcp", "mpi"])
+@pytest.mark.parametrize("target", LAUNCHED)
 def test_dormant_nodes_on_message_passing_targets(build: Builder, tmp_path: Path,
                                                   target: str) -> None:
     prog = build("adapt.tc", target=target)
@@ -115,7 +119,7 @@ def test_dormant_nodes_on_message_passing_targets(build: Builder, tmp_path: Path
     assert any(_leaves(proc.stdout, 2)[k] > 0 for k in range(1, NODES)), proc.stdout
 
 
-@pytest.mark.parametrize("target", ["smp", "tcp", "mpi"])
+@pytest.mark.parametrize("target", MULTI_NODE)
 def test_a_bad_adapt_setting_is_an_error(build: Builder, target: str) -> None:
     prog = build("hello.tc", target=target)
     proc = run(prog, nodes=2, env={**os.environ, "ETC_ADAPT": "yes"})
@@ -123,7 +127,7 @@ def test_a_bad_adapt_setting_is_an_error(build: Builder, target: str) -> None:
     assert proc.stderr == "etc: error: ETC_ADAPT='yes' is not 0 or 1\n"
 
 
-@pytest.mark.parametrize("target", ["smp", "tcp", "mpi"])
+@pytest.mark.parametrize("target", MULTI_NODE)
 @pytest.mark.parametrize("nodes", [2, 8, 64])
 def test_idle_nodes_burn_no_cpu(build: Builder, target: str, nodes: int) -> None:
     # the rule: one node computing for 1 s, every other node idle, the run uses
