@@ -69,7 +69,7 @@ def _run(cmd: list[str], env: dict[str, str], cwd: Path) -> tuple[int, list[str]
     return proc.returncode, sorted(proc.stdout.splitlines()), proc.stderr
 
 
-@pytest.mark.parametrize("target", ["seq", "smp"])
+@pytest.mark.parametrize("target", sorted(etcrun_fast.SELF_STARTING))
 def test_it_behaves_as_the_full_etcrun(build: Builder, tmp_path: Path, target: str) -> None:
     prog = build("hello.tc", target=target)
     local = tmp_path / "hello"
