@@ -18,6 +18,7 @@ from pathlib import Path
 
 from benchlib import (
     BENCH,
+    BIN,
     OUT,
     ROOT,
     SYNC_FRAME_BYTES,
@@ -72,9 +73,9 @@ def implementations() -> list[tuple[str, dict[str, str]]]:
     MPICH beside it where `make runtime-mpich` built the runtime for it."""
     env = dict(os.environ)
     kind = mpi_launch.launcher_kind(mpi_launch.mpi_command(env), env)
-    found = [({"openmpi": "Open MPI", "mpich": "MPICH"}.get(kind, kind), {})]
+    found = [({"openmpi": "Open MPI", "hydra": "MPICH"}.get(kind or "", "MPI"), {})]
     mpich = ROOT / "build" / "mpich"
-    if (kind != "mpich" and (mpich / "build" / "runtime").is_dir()
+    if (kind != "hydra" and (mpich / "build" / "runtime").is_dir()
             and shutil.which("mpicc.mpich") and shutil.which("mpiexec.mpich")):
         found.append(("MPICH", {"ETC_HOME": str(mpich), "ETC_MPICC": "mpicc.mpich",
                                 "ETC_MPIRUN": "mpiexec.mpich"}))
@@ -100,7 +101,7 @@ def startup(quick: bool) -> tuple[list[str], dict[str, float]]:
         etc_runs, raw_runs = [], []
         for _ in range(reps):
             etc_runs.append(wall_and_cpu(
-                [str(ROOT / ".venv" / "bin" / "etcrun"), "-n", str(STARTUP_RANKS), str(hello)],
+                [str(BIN / "etcrun"), "-n", str(STARTUP_RANKS), str(hello)],
                 env))
             raw_runs.append(wall_and_cpu([*raw_cmd, str(raw)], raw_env))
         for i, what in enumerate(("wall (s)", "CPU (s)")):

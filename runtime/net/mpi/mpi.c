@@ -101,7 +101,7 @@ ETC_NET_LAYER("mpi");
 #define SLEEP_MAX_FACTOR 64      /* both times the ranks per CPU, at most this */
 #define SPIN_SECONDS 50e-6       /* P4: how long an idle node spins first */
 #define FINISH_SECONDS 30.0      /* P5: the longest a node waits for the others' goodbyes */
-#define AWAIT_SLEEP_MAX 4e-3     /* P4: the longest sleep in a start-up collective */
+#define AWAIT_SLEEP_MAX 4e-3     /* P4: a start-up collective's longest sleep, at most */
 #define ABORT_PAUSE 0.1          /* P6: a failing rank's wait before MPI_Abort */
 
 typedef struct {
@@ -833,14 +833,12 @@ static int ranks_here(void)
         if (v && *v && !*end && here >= 1 && here <= mpi.n)
             return (int)here;
     }
+    /* on MPI_COMM_WORLD (ours comes later): its errors end the run in MPI */
     MPI_Comm local;
-    int here = mpi.n;
-    int rc = MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL,
-                                 &local);
-    if (rc == MPI_SUCCESS) {
-        MPI_Comm_size(local, &here);
-        MPI_Comm_free(&local);
-    }
+    int here = 0;
+    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &local);
+    MPI_Comm_size(local, &here);
+    MPI_Comm_free(&local);
     return here;
 }
 
@@ -875,6 +873,7 @@ static void await_collective(MPI_Request *req, const char *what)
 {
     double spin_end = etc_time() + (mpi.oversubscribed ? 0 : SPIN_SECONDS);
     double step = mpi.sleep_min;
+    double longest = mpi.sleep_max < AWAIT_SLEEP_MAX ? mpi.sleep_max : AWAIT_SLEEP_MAX;
     for (;;) {
         int done = 0;
         check(MPI_Test(req, &done, MPI_STATUS_IGNORE), what, -1);
@@ -884,8 +883,8 @@ static void await_collective(MPI_Request *req, const char *what)
             continue;
         sleep_for(step);
         step *= mpi.sleep_growth;
-        if (step > AWAIT_SLEEP_MAX)
-            step = AWAIT_SLEEP_MAX;
+        if (step > longest)
+            step = longest;
     }
 }
 
