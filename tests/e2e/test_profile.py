@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from support import Builder, etcrun, run
+from support import TARGETS, Builder, etcrun, run
 
 PARTS = ["application", "thread_management", "synchronization", "scheduling",
          "load_balancing", "idle", "polling"]
@@ -49,7 +49,7 @@ def check_schema(data: dict, n: int) -> None:
     assert set(data["totals"]) == {"nodes", "elapsed", "time", "samples", *COUNTERS}
 
 
-@pytest.mark.parametrize(("target", "n"), [("seq", 1), ("smp", 2), ("tcp", 3)])
+@pytest.mark.parametrize(("target", "n"), [(t.name, min(t.max_nodes, 3)) for t in TARGETS])
 def test_the_json_on_every_target(build: Builder, tmp_path: Path, target: str, n: int) -> None:
     proc, data = profile(build("lb_fib.tc", "-prof", target=target), ["18"], n, tmp_path)
     check_schema(data, n)

@@ -15,10 +15,23 @@ import pytest
 
 from etcpre import toolchain
 
-from support import BIN, ROOT, SAMPLES, Builder, check_sample, etcc, etcrun, require
+from support import (
+    BIN,
+    CAUSAL,
+    ROOT,
+    SAMPLES,
+    TARGETS,
+    Builder,
+    check_sample,
+    etcc,
+    etcrun,
+    require,
+)
 
 NAMES = sorted(p.stem for p in SAMPLES.glob("*.tc"))
-RUNS = [("seq", 1), ("smp", 1), ("smp", 2), ("smp", 4), ("tcp", 2), ("mpi", 2)]
+# every target of the table on two nodes (within its limit), smp, the cheapest, also on
+# one and four
+RUNS = [(t.name, min(t.max_nodes, 2)) for t in TARGETS] + [("smp", 1), ("smp", 4)]
 
 
 def etctrace(*args: str) -> subprocess.CompletedProcess[str]:
@@ -72,7 +85,7 @@ def test_every_sample_traces_valid(build: Builder, tmp_path: Path, name: str, ta
     prog = build(f"{name}.tc", "-trace", target=target)
     out = tmp_path / f"{name}.json"
     proc = traced(prog, out, n)
-    check_sample(name, n, proc.stdout, causal=target not in ("tcp", "mpi"))
+    check_sample(name, n, proc.stdout, causal=target in CAUSAL)
     check = etctrace("check", str(out))
     assert check.returncode == 0, check.stdout + check.stderr
     assert f"{n} node(s)" in check.stdout
