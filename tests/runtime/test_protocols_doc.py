@@ -41,3 +41,16 @@ def test_every_environment_variable_is_documented() -> None:
     table = set(re.findall(r"^\| `(ETC_[A-Z_]+)` \|", DOC, re.MULTILINE))
     assert read - table == set(), f"not in docs/protocols.md's table: {sorted(read - table)}"
     assert table - read == set(), f"documented, but nothing reads: {sorted(table - read)}"
+
+
+def test_the_layer_contract_names_every_function_of_net_h() -> None:
+    # the contract's paragraph lists what a layer provides ("etc_net_start", then
+    # "_send", ...) and the core services it may use, by name
+    header = (ROOT / "runtime" / "net" / "net.h").read_text()
+    declared = set(re.findall(r"^[a-z_A-Z].*?\b(etc_[a-z_]+)\(", header, re.MULTILINE))
+    assert {"etc_net_start", "etc_net_abort", "etc_deliver", "etc_usable_cpus"} <= declared
+    section = DOC[DOC.index("## The layer contract"):]
+    section = section[:section.index("\n## ")]
+    named = set(re.findall(r"`(etc_[a-z_]+)`", section))
+    named |= {"etc_net" + s for s in re.findall(r"`(_[a-z_]+)`", section)}
+    assert declared - named == set(), f"not in protocols.md's contract: {declared - named}"
