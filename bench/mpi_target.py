@@ -4,7 +4,8 @@ a remote sync round trip against an MPI ping-pong of the same size (goal: at mos
 messages must use), pipelined remote syncs (goal: over 5 M/s), a 1 MiB block move against an
 MPI_Send stream of 1 MiB blocks (goal: at least 0.7 of it), and fib(32) on 2 mpi
 ranks against 2 smp nodes. Then starting and ending 64 ranks, against a program of
-MPI_Init, MPI_Barrier and MPI_Finalize alone, under each MPI implementation built for.
+MPI_Init, MPI_Barrier and MPI_Finalize alone, and an idle rank's CPU time while the
+other computes (goal: under 5%), under each MPI implementation built for.
 Skipped, saying why, where the mpi target is not available."""
 
 from __future__ import annotations
@@ -82,6 +83,48 @@ def implementations() -> list[tuple[str, dict[str, str]]]:
     return found
 
 
+def idle_share(quick: bool) -> tuple[list[str], dict[str, float]]:
+    """An idle rank's CPU time while the other of 2 computes for 1 s, as a share of
+    that second: tests/e2e/programs/idle_cpu.tc against bench/peers/mpi_idle.c (a rank
+    that tests for its message every millisecond and sleeps in between), in turn."""
+    reps = 3 if quick else 5
+    rows: list[list[object]] = []
+    data: dict[str, float] = {}
+    for name, extra in implementations():
+        out = OUT / "mpi" / name.replace(" ", "-").lower()
+        env = {**os.environ, **extra}
+        prog = etcc(ROOT / "tests" / "e2e" / "programs" / "idle_cpu.tc", out / "idle_cpu",
+                    "-target", "mpi", env=extra)
+        raw = out / "mpi_idle"
+        run([*compiler_of(extra), "-O2", str(BENCH / "peers" / "mpi_idle.c"), "-o", str(raw)])
+        raw_cmd, raw_env = raw_command(2, extra)
+        mine, base = [], []
+        for _ in range(reps):
+            got = etcrun(prog, "1", nodes=2, env=env).stdout
+            mine.append(number(r"(?m)^cpu 1 ([\d.]+)$", got))
+            base.append(float(run([*raw_cmd, str(raw), "1"], env=raw_env).stdout.split()[-1]))
+        share, floor = median_of(mine), median_of(base)
+        rows.append([name, f"{100 * share:.1f}%", f"{100 * floor:.1f}%", share / floor])
+        data[f"idle_share_{name.replace(' ', '').lower()}"] = share
+    worst = max(data.values())
+    lines = [f"An idle rank's CPU time while the other of 2 ranks computes for 1 s "
+             f"(tests/e2e/programs/idle_cpu.tc), against a raw MPI rank that tests for its "
+             f"message every millisecond and sleeps in between (bench/peers/mpi_idle.c: "
+             f"about the least a rank that must poll can spend here), median of {reps} runs "
+             f"each, in turn.", "",
+             *table(["MPI", "etc idle rank", "raw MPI, polled every ms", "etc / raw"], rows),
+             f"Goal (issue 17): an idle rank under 5% of a CPU: at most **{100 * worst:.1f}%**"
+             f" ({'met' if worst < 0.05 else 'not met'})."]
+    return lines, data
+
+
+def compiler_of(extra: dict[str, str]) -> list[str]:
+    """The MPI compiler wrapper of an implementation's settings."""
+    if "ETC_MPICC" in extra:
+        return shlex.split(extra["ETC_MPICC"])
+    return toolchain.c_compiler("mpi")
+
+
 def startup(quick: bool) -> tuple[list[str], dict[str, float]]:
     """Starting and ending STARTUP_RANKS ranks, more than the CPUs: samples/hello.tc
     through etcrun against MPI_Init, MPI_Barrier and MPI_Finalize alone, started the
@@ -94,9 +137,8 @@ def startup(quick: bool) -> tuple[list[str], dict[str, float]]:
         env = {**os.environ, **extra}
         hello = etcc(ROOT / "samples" / "hello.tc", out / "hello", "-target", "mpi", env=extra)
         raw = out / "mpi_startup"
-        compiler = (shlex.split(extra["ETC_MPICC"]) if "ETC_MPICC" in extra
-                    else toolchain.c_compiler("mpi"))
-        run([*compiler, "-O2", str(BENCH / "peers" / "mpi_startup.c"), "-o", str(raw)])
+        run([*compiler_of(extra), "-O2", str(BENCH / "peers" / "mpi_startup.c"), "-o",
+             str(raw)])
         raw_cmd, raw_env = raw_command(STARTUP_RANKS, extra)
         etc_runs, raw_runs = [], []
         for _ in range(reps):
@@ -186,13 +228,15 @@ def bench(quick: bool) -> Section:
             f"at least 0.7 of MPI_Send: **{r_blk:.2f}** ({'met' if r_blk >= 0.7 else 'not met'});"
             f" fib(32) on 2 mpi ranks takes **{t_mpi / t_smp:.2f}x** the time of 2 smp nodes.",
             "")
+    lines, idle = idle_share(quick)
+    sec.add(*lines, "")
     lines, started = startup(quick)
     sec.add(*lines, "")
     sec.data = {"sync_rtt_ns": median_of(rtt), "mpi_pingpong_ns": median_of(raw_rtt),
                 "mpi_polled_pingpong_ns": median_of(polled), "sync_pipe_ns": median_of(pipe),
                 "blkmov_1mib_mbs": median_of(blk),
                 "mpi_send_1mib_mbs": median_of(raw_bw), "fib32_mpi_s": t_mpi,
-                "fib32_smp_s": t_smp, **started}
+                "fib32_smp_s": t_smp, **idle, **started}
     return sec
 
 
