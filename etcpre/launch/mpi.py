@@ -307,7 +307,17 @@ class Launcher:
             if why.endswith("its message is above"):
                 self._write("err", "".join(x + "\n" for x in self.held + account).encode())
             self._write("err", f"etc: error: {why}\n".encode())
-        return status if status > 0 else 1
+        # the statuses of docs/language.md: 2, a node that could not start (a bad
+        # setting: it exits 2 before the run); 1, every failure of the run itself,
+        # whatever status the MPI launcher passes on (a crashed rank's signal, the
+        # code given to MPI_Abort)
+        return 2 if status == 2 and not self.any_rank_signalled() else 1
+
+    def any_rank_signalled(self) -> bool:
+        """Whether Hydra said a rank was killed by a signal (its status 2 may be a
+        rank's SIGINT); Open MPI's mpirun passes a signal on as 128 + N."""
+        codes = self.hydra_out.codes if self.hydra_out else []
+        return any(os.WIFSIGNALED(c) for host in codes for c in host)
 
     def why(self, status: int, account: list[str]) -> str:
         """What failed, when no rank said: from Hydra's output and the order in which
