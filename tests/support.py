@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from etcpre import toolchain
+from etcpre.launch import mpi as mpi_launch
 
 ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
@@ -138,3 +139,18 @@ def require(target: toolchain.Target) -> None:
     why = target.missing()
     if why:
         pytest.skip(f"target {target.name}: {why}")
+
+
+def plain_mpi_launcher(n: int) -> tuple[list[str], dict[str, str]]:
+    """The MPI launcher -n N, with what Open MPI needs here (as etcrun adds it, P9):
+    ETC_MPIRUN's when set (`make test` runs the mpi tests again under MPICH so),
+    else mpirun or mpiexec."""
+    env = {**os.environ}
+    cmd = mpi_launch.mpi_command(env)
+    env.pop("ETC_MPIRUN", None)
+    env.pop("ETC_NODES", None)
+    if os.geteuid() == 0:
+        env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+    if mpi_launch.launcher_kind(cmd, env) == "openmpi" and n > mpi_launch.cpu_count():
+        cmd += ["--oversubscribe", "--bind-to", "none"]
+    return [*cmd, "-n", str(n)], env

@@ -2,7 +2,8 @@
 one line as its sequential C reference (samples/ebs/seq/NAME.c) for the same
 arguments, on every target of the target table (smp on 1, 2 and 4 nodes, mpi on 1, 2
 and 3 ranks as a cluster runs it, the others on their largest node count), and in the
-checking build (etcc -g) on 4 smp nodes;
+checking build (etcc -g) on 4 smp nodes; each with its defaults on 3 mpi ranks started
+by a plain MPI launcher, without etcrun;
 programs and references compile without warnings
 (-Wall -Wextra). The references themselves are held to independently known results
 (classic tables, or a small computation here) where that is cheap."""
@@ -18,7 +19,17 @@ from pathlib import Path
 
 import pytest
 
-from support import SAMPLES, TARGETS, Builder, node_counts, run
+from etcpre import toolchain
+
+from support import (
+    SAMPLES,
+    TARGETS,
+    Builder,
+    node_counts,
+    plain_mpi_launcher,
+    require,
+    run,
+)
 
 EBS = SAMPLES / "ebs"
 NAMES = ["fib", "queens", "tsp", "knary", "matmul", "tomcatv", "spmd", "paraffins"]
@@ -94,6 +105,18 @@ def test_program_prints_the_reference_line(build: Builder, reference, name: str,
     assert proc.returncode == 0, proc.stderr
     assert "etc: error" not in proc.stderr, proc.stderr
     assert proc.stdout == want, f"{config}: {name} {' '.join(args)}\n{proc.stderr}"
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_program_under_a_plain_mpi_launcher(build: Builder, reference, name: str) -> None:
+    # as a batch script runs it: `mpirun -n 3 ./prog`, no etcrun; the defaults
+    require(toolchain.TARGETS["mpi"])
+    cmd, env = plain_mpi_launcher(3)
+    proc = subprocess.run([*cmd, str(build(EBS / f"{name}.tc", *W, target="mpi"))],
+                          capture_output=True, text=True, timeout=120, env=env, check=False,
+                          stdin=subprocess.DEVNULL)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == reference(name, []), proc.stderr
 
 
 # ---------------------------------------------------------------- the references

@@ -20,10 +20,12 @@ from etcpre import toolchain
 from etcpre.launch import mpi as mpi_launch
 
 from support import (
+    SAMPLES,
     Builder,
     Leftovers,
     check_sample,
     etcrun,
+    plain_mpi_launcher,
     processes_of,
     require,
     run,
@@ -37,24 +39,9 @@ def _needs_mpi() -> None:
     require(MPI)
 
 
-def plain_launcher(n: int) -> tuple[list[str], dict[str, str]]:
-    """The MPI launcher -n N, with what Open MPI needs here (as etcrun adds it, P9):
-    ETC_MPIRUN's when set (`make test` runs these tests again under MPICH so),
-    else mpirun or mpiexec."""
-    env = {**os.environ}
-    cmd = mpi_launch.mpi_command(env)
-    env.pop("ETC_MPIRUN", None)
-    env.pop("ETC_NODES", None)
-    if os.geteuid() == 0:
-        env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
-    if mpi_launch.launcher_kind(cmd, env) == "openmpi" and n > mpi_launch.cpu_count():
-        cmd += ["--oversubscribe", "--bind-to", "none"]
-    return [*cmd, "-n", str(n)], env
-
-
 def test_the_binary_runs_under_a_plain_mpi_launcher(build: Builder, tmp_path: Path) -> None:
     prog = build("hello.tc", target="mpi")
-    cmd, env = plain_launcher(2)
+    cmd, env = plain_mpi_launcher(2)
     proc = subprocess.run([*cmd, str(prog)], capture_output=True, text=True, timeout=120,
                           env=env, check=False, stdin=subprocess.DEVNULL)
     assert proc.returncode == 0, proc.stderr
@@ -69,6 +56,17 @@ def test_the_binary_runs_under_a_plain_mpi_launcher(build: Builder, tmp_path: Pa
                           env={**env, "ETC_NODES": "3"}, check=False, stdin=subprocess.DEVNULL)
     assert proc.returncode != 0
     assert "etc: error: ETC_NODES=3 but MPI started 2 ranks" in proc.stderr
+
+
+@pytest.mark.parametrize("name", sorted(p.stem for p in SAMPLES.glob("*.tc")))
+def test_every_sample_under_a_plain_mpi_launcher(build: Builder, name: str) -> None:
+    # as a batch script runs it: `mpirun -n 3 ./prog`, no etcrun (samples/ebs: test_ebs)
+    cmd, env = plain_mpi_launcher(3)
+    proc = subprocess.run([*cmd, str(build(f"{name}.tc", target="mpi"))], capture_output=True,
+                          text=True, timeout=120, env=env, check=False,
+                          stdin=subprocess.DEVNULL)
+    assert proc.returncode == 0, proc.stderr
+    check_sample(name, 3, proc.stdout, causal=False)
 
 
 def test_lines_like_the_launchers_account_are_the_programs(build: Builder) -> None:
@@ -135,7 +133,7 @@ def test_a_killed_rank_ends_the_run(build: Builder, tmp_path: Path) -> None:
 
 def test_etc_mpirun_names_the_launcher(build: Builder, tmp_path: Path) -> None:
     prog = build("hello.tc", target="mpi")
-    cmd, _ = plain_launcher(3)
+    cmd, _ = plain_mpi_launcher(3)
     log = tmp_path / "used"
     wrapper = tmp_path / "my-mpirun"
     # a site's own launcher: records that it ran, then starts the ranks its way
