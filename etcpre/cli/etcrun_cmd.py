@@ -13,6 +13,7 @@ import argparse
 import importlib
 import math
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -90,6 +91,18 @@ def _arg_parser() -> argparse.ArgumentParser:
     ap.add_argument("program", help="the program (built by etcc)")
     ap.add_argument("args", nargs=argparse.REMAINDER, help="its arguments")
     return ap
+
+
+# ETC_PROF_HZ's range (runtime/core/prof.c PROF_HZ_MIN, PROF_HZ_MAX)
+PROF_HZ = (10, 20000)
+
+
+def _sampling_rate(text: str) -> bool:
+    """Whether ETC_PROF_HZ's text is one the runtime takes: what strtol reads whole
+    (spaces, a sign, decimal digits), in range."""
+    if not re.fullmatch(r"[ \t\n\v\f\r]*[+-]?[0-9]+", text):
+        return False
+    return PROF_HZ[0] <= int(text.strip()) <= PROF_HZ[1]
 
 
 def _either(names: list[str]) -> str:
@@ -170,6 +183,12 @@ def _body(argv: list[str]) -> int:
     if target.launcher and not opts.adapt and env_adapt not in ("", "0", "1"):
         # every node would say it: say it once, as the runtime does (core/adapt.c)
         sys.stderr.write(f"etc: error: ETC_ADAPT='{env_adapt}' is not 0 or 1\n")
+        return 2
+    env_hz = os.environ.get("ETC_PROF_HZ", "")
+    if target.launcher and info.prof and env_hz and not _sampling_rate(env_hz):
+        # every node would say it: say it once, as the runtime does (core/prof.c)
+        sys.stderr.write(f"etc: error: ETC_PROF_HZ='{env_hz}' is not a sampling rate "
+                         f"({PROF_HZ[0]} to {PROF_HZ[1]} per second)\n")
         return 2
     if (opts.prof or opts.prof_out) and not info.prof:
         what = "--prof" if opts.prof else "--prof-out"

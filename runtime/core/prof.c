@@ -144,6 +144,9 @@ static void on_sample(int sig, siginfo_t *si, void *uc)
     s->hits[ETC_PART_APPLICATION] += weight; /* the table is full */
 }
 
+/* Read by etc_prof_settings, before the nodes start. */
+static double settings_period;
+
 static double sample_period(void)
 {
     const char *v = getenv("ETC_PROF_HZ");
@@ -157,12 +160,17 @@ static double sample_period(void)
     return 1.0 / (double)hz;
 }
 
+void etc_prof_settings(void)
+{
+    settings_period = sample_period();
+}
+
 void etc_prof_start(void)
 {
     if (!etc_rts.priv->prof_enabled)
         return;
     etc_prof_state *s = state();
-    s->period = sample_period();
+    s->period = settings_period;
     s->pcs = calloc(PCS, sizeof *s->pcs);
     struct sigevent ev;
     memset(&ev, 0, sizeof ev);

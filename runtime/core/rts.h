@@ -223,7 +223,10 @@ int etc_lines_each(etc_lines_fn fn, void *ctx); /* 0: no line table */
 #endif
 
 /* prof.c: the -prof build's sampler (C.1) runs from etc_prof_start() to
- * etc_prof_stop(end); idle() records each idle period (C.2) */
+ * etc_prof_stop(end); idle() records each idle period (C.2). Its setting
+ * (ETC_PROF_HZ) is read by etc_prof_settings() before the nodes start: a bad
+ * one is the command line's error (etc_die, status 2), not a failure of the run. */
+void etc_prof_settings(void);
 void etc_prof_start(void);
 void etc_prof_stop(double end);
 void etc_prof_idle_period(double start, double end, int balancer);
@@ -252,6 +255,8 @@ typedef struct etc_trace_span {
 typedef struct etc_trace_msg {
     uint64_t cause, eid, t0;
 } etc_trace_msg;
+/* ETC_TRACE_DIR and ETC_TRACE_LIMIT, read before the nodes start */
+void etc_trace_settings(void);
 void etc_trace_start(void);
 void etc_trace_finish(void);
 uint64_t etc_trace_idle_begin(void);

@@ -315,6 +315,12 @@ int main(int argc, char **argv)
         return etc_cpus_answer_query(query);
     int want = env_nodes();
     int adapt = etc_adapt_setting();
+#ifdef ETC_PROF
+    etc_prof_settings();
+#endif
+#ifdef ETC_TRACE
+    etc_trace_settings();
+#endif
     const char *lb = lb_name();
     if (*lb && !etc_lb_find(lb)) {
         fprintf(stderr, "etc: error: unknown load balancer '%s'; valid ones:", lb);

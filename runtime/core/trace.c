@@ -175,21 +175,27 @@ static uint64_t env_count(const char *name, uint64_t dflt)
     return v;
 }
 
-void etc_trace_start(void)
+void etc_trace_settings(void)
 {
-    tracer.tag = (uint64_t)(etc_rts.node_id + 1) << 40;
-    tracer.start_ns = now_ns();
-    tracer.last_count = ticks();
     const char *dir = getenv("ETC_TRACE_DIR");
     if (!dir || !*dir)
         return; /* a tracing build run without etcrun --trace: ids only */
     tracer.limit = env_count("ETC_TRACE_LIMIT", TRACE_DEFAULT_LIMIT);
     snprintf(tracer.dir, sizeof tracer.dir, "%s", dir);
+}
+
+void etc_trace_start(void)
+{
+    tracer.tag = (uint64_t)(etc_rts.node_id + 1) << 40;
+    tracer.start_ns = now_ns();
+    tracer.last_count = ticks();
+    if (!tracer.dir[0])
+        return;
     char path[4200];
-    snprintf(path, sizeof path, "%s/node-%d.bin", dir, etc_rts.node_id);
+    snprintf(path, sizeof path, "%s/node-%d.bin", tracer.dir, etc_rts.node_id);
     tracer.fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-    if (tracer.fd < 0)
-        etc_die("cannot write the trace (ETC_TRACE_DIR): %s: %s", path, strerror(errno));
+    if (tracer.fd < 0) /* the run has started: a failure of it */
+        etc_fatal("cannot write the trace (ETC_TRACE_DIR): %s: %s", path, strerror(errno));
     uint64_t t = ticks(); /* the first clock point (not one of the limit's records) */
     tracer.buf[tracer.n++] = (trace_rec){REC_CLOCK, 0, t, now_ns(), 0, 0, 0, 0};
 }

@@ -8,12 +8,15 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 from pathlib import Path
 
 import pytest
 
-from support import TARGETS, Builder, etcrun, run
+from etcpre.cli import etcrun_cmd
+
+from support import ROOT, TARGETS, Builder, etcrun, run
 
 PARTS = ["application", "thread_management", "synchronization", "scheduling",
          "load_balancing", "idle", "polling"]
@@ -95,12 +98,32 @@ def test_the_table_fits_100_columns_for_many_nodes(build: Builder, tmp_path: Pat
         assert label in labels, label
 
 
-def test_a_bad_sampling_rate(build: Builder) -> None:
-    proc = run(build("lb_fib.tc", "-prof"), "10", nodes=1,
-               env={**os.environ, "ETC_PROF_HZ": "lots"})
-    assert proc.returncode == 2
-    assert "etc: error: ETC_PROF_HZ='lots' is not a sampling rate (10 to 20000 per second)" \
-        in proc.stderr
+@pytest.mark.parametrize(("target", "n"), [(t.name, min(t.max_nodes, 2)) for t in TARGETS])
+@pytest.mark.parametrize("hz", ["lots", "5", "1_000", " 9"])
+def test_a_bad_sampling_rate(build: Builder, target: str, n: int, hz: str) -> None:
+    # a bad setting, said once before the run starts (status 2), on every target
+    proc = run(build("lb_fib.tc", "-prof", target=target), "10", nodes=n,
+               env={**os.environ, "ETC_PROF_HZ": hz})
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr == (f"etc: error: ETC_PROF_HZ='{hz}' is not a sampling rate (10 to "
+                           f"20000 per second)\n")
+
+
+@pytest.mark.parametrize("hz", ["10", " +250", "20000"])
+def test_a_good_sampling_rate_on_a_launched_target(build: Builder, tmp_path: Path,
+                                                   hz: str) -> None:
+    # etcrun's own check of ETC_PROF_HZ takes what the runtime takes
+    launched = next(t.name for t in TARGETS if t.launcher)
+    prog = build("lb_fib.tc", "-prof", target=launched)
+    proc = run(prog, "10", nodes=2, env={**os.environ, "ETC_PROF_HZ": hz})
+    assert proc.returncode == 0, proc.stderr
+
+
+def test_etcruns_sampling_range_is_the_runtimes() -> None:
+    source = (ROOT / "runtime" / "core" / "prof.c").read_text()
+    low, high = (int(re.search(rf"#define PROF_HZ_{w} (\d+)", source).group(1))
+                 for w in ("MIN", "MAX"))
+    assert etcrun_cmd.PROF_HZ == (low, high)
 
 
 @pytest.mark.parametrize("target", ["seq", "smp"])
