@@ -104,7 +104,8 @@ def idle_share(quick: bool) -> tuple[list[str], dict[str, float]]:
             mine.append(number(r"(?m)^cpu 1 ([\d.]+)$", got))
             base.append(float(run([*raw_cmd, str(raw), "1"], env=raw_env).stdout.split()[-1]))
         share, floor = median_of(mine), median_of(base)
-        rows.append([name, f"{100 * share:.1f}%", f"{100 * floor:.1f}%", share / floor])
+        rows.append([name, f"{100 * share:.1f}%", f"{100 * floor:.1f}%",
+                     share / floor if floor > 0 else "NA"])
         data[f"idle_share_{name.replace(' ', '').lower()}"] = share
     worst = max(data.values())
     lines = [f"An idle rank's CPU time while the other of 2 ranks computes for 1 s "

@@ -197,6 +197,13 @@ def failed_first(batches: list[list[int]], held: set[int],
     return []
 
 
+def any_signalled(codes: list[list[int]]) -> bool:
+    """Whether Hydra's statuses (each host's ranks' wait statuses) say a rank was
+    killed by a signal: Hydra's own exit status is then no rank's exit code (SIGINT
+    alone makes it 2, a bad setting's status)."""
+    return any(os.WIFSIGNALED(status) for host in codes for status in host)
+
+
 def how_it_ended(k: int, statuses: list[int]) -> str | None:
     """How rank k ended, from its status."""
     status = statuses[k]

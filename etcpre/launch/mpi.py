@@ -311,13 +311,10 @@ class Launcher:
         # setting: it exits 2 before the run); 1, every failure of the run itself,
         # whatever status the MPI launcher passes on (a crashed rank's signal, the
         # code given to MPI_Abort)
-        return 2 if status == 2 and not self.any_rank_signalled() else 1
-
-    def any_rank_signalled(self) -> bool:
-        """Whether Hydra said a rank was killed by a signal (its status 2 may be a
-        rank's SIGINT); Open MPI's mpirun passes a signal on as 128 + N."""
+        # (Open MPI's mpirun passes a rank's signal N on as 128 + N; under a wrapper
+        # of Hydra that etcrun does not recognise, a rank's SIGINT alone would read 2)
         codes = self.hydra_out.codes if self.hydra_out else []
-        return any(os.WIFSIGNALED(c) for host in codes for c in host)
+        return 2 if status == 2 and not hydra.any_signalled(codes) else 1
 
     def why(self, status: int, account: list[str]) -> str:
         """What failed, when no rank said: from Hydra's output and the order in which

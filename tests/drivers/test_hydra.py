@@ -107,3 +107,13 @@ def test_a_lifeline_is_seen_when_its_rank_ends(tmp_path: Path) -> None:
     assert lines.batches == [[1], [0]]
     lines.close(sel)
     assert sel.get_map() == {} and lines.fds == {}
+
+
+def test_a_signalled_rank_is_told_from_a_rank_that_could_not_start() -> None:
+    # Hydra's exit status is 2 both for a rank that exited 2 (a bad setting, before
+    # the run) and for one killed by SIGINT alone: its statuses tell them apart
+    exited_2, sigint = 2 << 8, 2
+    assert not hydra.any_signalled([[exited_2, 0, 0]])
+    assert hydra.any_signalled([[0, sigint, 9 << 8]])
+    assert hydra.any_signalled([[0], [0, 9]])  # a second host's line
+    assert not hydra.any_signalled([])  # no statuses said
