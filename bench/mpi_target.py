@@ -91,12 +91,8 @@ def idle_share(quick: bool) -> tuple[list[str], dict[str, float]]:
     rows: list[list[object]] = []
     data: dict[str, float] = {}
     for name, extra in implementations():
-        out = OUT / "mpi" / name.replace(" ", "-").lower()
-        env = {**os.environ, **extra}
-        prog = etcc(ROOT / "tests" / "e2e" / "programs" / "idle_cpu.tc", out / "idle_cpu",
-                    "-target", "mpi", env=extra)
-        raw = out / "mpi_idle"
-        run([*compiler_of(extra), "-O2", str(BENCH / "peers" / "mpi_idle.c"), "-o", str(raw)])
+        env, prog, raw = pair_for(name, extra, ROOT / "tests" / "e2e" / "programs" /
+                                  "idle_cpu.tc", "mpi_idle.c")
         raw_cmd, raw_env = raw_command(2, extra)
         mine, base = [], []
         for _ in range(reps):
@@ -119,6 +115,17 @@ def idle_share(quick: bool) -> tuple[list[str], dict[str, float]]:
     return lines, data
 
 
+def pair_for(name: str, extra: dict[str, str], source: Path, peer: str
+             ) -> tuple[dict[str, str], Path, Path]:
+    """Under one implementation's settings: its environment, the etc program built
+    from source and the raw MPI peer bench/peers/<peer> built beside it."""
+    out = OUT / "mpi" / name.replace(" ", "-").lower()
+    prog = etcc(source, out / source.stem, "-target", "mpi", env=extra)
+    raw = out / Path(peer).stem
+    run([*compiler_of(extra), "-O2", str(BENCH / "peers" / peer), "-o", str(raw)])
+    return {**os.environ, **extra}, prog, raw
+
+
 def compiler_of(extra: dict[str, str]) -> list[str]:
     """The MPI compiler wrapper of an implementation's settings."""
     if "ETC_MPICC" in extra:
@@ -134,12 +141,7 @@ def startup(quick: bool) -> tuple[list[str], dict[str, float]]:
     rows: list[list[object]] = []
     data: dict[str, float] = {}
     for name, extra in implementations():
-        out = OUT / "mpi" / name.replace(" ", "-").lower()
-        env = {**os.environ, **extra}
-        hello = etcc(ROOT / "samples" / "hello.tc", out / "hello", "-target", "mpi", env=extra)
-        raw = out / "mpi_startup"
-        run([*compiler_of(extra), "-O2", str(BENCH / "peers" / "mpi_startup.c"), "-o",
-             str(raw)])
+        env, hello, raw = pair_for(name, extra, ROOT / "samples" / "hello.tc", "mpi_startup.c")
         raw_cmd, raw_env = raw_command(STARTUP_RANKS, extra)
         etc_runs, raw_runs = [], []
         for _ in range(reps):
