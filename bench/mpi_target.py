@@ -44,12 +44,7 @@ def raw_command(ranks: int, extra: dict[str, str] | None = None
     """The command line and environment that start a raw MPI program on `ranks` ranks
     as etcrun starts an mpi program (P9)."""
     env = {**os.environ, **(extra or {})}
-    cmd = mpi_launch.mpi_command(env)
-    if os.geteuid() == 0:
-        env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
-    if mpi_launch.launcher_kind(cmd, env) == "openmpi" and ranks > mpi_launch.cpu_count():
-        cmd += ["--oversubscribe", "--bind-to", "none"]
-    return [*cmd, "-n", str(ranks)], env
+    return mpi_launch.plain_command(ranks, env), env
 
 
 def raw_mpi(prog: Path, *args: str) -> float:

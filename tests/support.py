@@ -146,11 +146,7 @@ def plain_mpi_launcher(n: int) -> tuple[list[str], dict[str, str]]:
     ETC_MPIRUN's when set (`make test` runs the mpi tests again under MPICH so),
     else mpirun or mpiexec."""
     env = {**os.environ}
-    cmd = mpi_launch.mpi_command(env)
+    cmd = mpi_launch.plain_command(n, env)
     env.pop("ETC_MPIRUN", None)
     env.pop("ETC_NODES", None)
-    if os.geteuid() == 0:
-        env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
-    if mpi_launch.launcher_kind(cmd, env) == "openmpi" and n > mpi_launch.cpu_count():
-        cmd += ["--oversubscribe", "--bind-to", "none"]
-    return [*cmd, "-n", str(n)], env
+    return cmd, env

@@ -105,6 +105,24 @@ def launcher_kind(cmd: list[str], env: dict[str, str]) -> str | None:
     return "hydra" if "HYDRA" in said else None
 
 
+def allow_root(env: dict[str, str]) -> None:
+    """Run as root: Open MPI refuses it without both; other launchers ignore them."""
+    if os.geteuid() == 0:
+        env["OMPI_ALLOW_RUN_AS_ROOT"] = "1"
+        env["OMPI_ALLOW_RUN_AS_ROOT_CONFIRM"] = "1"
+
+
+def plain_command(n: int, env: dict[str, str]) -> list[str]:
+    """The MPI launcher's command for n ranks on this host with only what it needs
+    here (P9: root's permission, put in env; Open MPI's oversubscription): how a batch
+    script starts an mpi program, or a raw MPI program measured beside etc starts."""
+    cmd = mpi_command(env)
+    allow_root(env)
+    if launcher_kind(cmd, env) == "openmpi" and n > cpu_count():
+        cmd += ["--oversubscribe", "--bind-to", "none"]
+    return [*cmd, "-n", str(n)]
+
+
 def host_file(kind: str | None, slots: list[HostSlots], where: str) -> list[str]:
     """The MPI launcher's flags that place the ranks on `slots` (P9)."""
     if kind is None:
@@ -148,9 +166,7 @@ class Launcher:
         self.sel = selectors.DefaultSelector()
         self.tmp: str | None = None
         flags: list[str] = []
-        if os.geteuid() == 0:  # Open MPI refuses root without both; others ignore them
-            self.env["OMPI_ALLOW_RUN_AS_ROOT"] = "1"
-            self.env["OMPI_ALLOW_RUN_AS_ROOT_CONFIRM"] = "1"
+        allow_root(self.env)
         kind = self.kind = launcher_kind(cmd, self.env)
         if kind is not None or slots:
             # Open MPI's session directory, the ranks' lifelines under Hydra, our
@@ -309,10 +325,9 @@ class Launcher:
             self._write("err", f"etc: error: {why}\n".encode())
         # the statuses of docs/language.md: 2, a node that could not start (a bad
         # setting: it exits 2 before the run); 1, every failure of the run itself,
-        # whatever status the MPI launcher passes on (a crashed rank's signal, the
-        # code given to MPI_Abort)
-        # (Open MPI's mpirun passes a rank's signal N on as 128 + N; under a wrapper
-        # of Hydra that etcrun does not recognise, a rank's SIGINT alone would read 2)
+        # whatever status the MPI launcher passes on (a crashed rank's signal: Open
+        # MPI's 128 + N, Hydra's N; the code given to MPI_Abort). Under a wrapper of
+        # Hydra that etcrun does not recognise, a rank's SIGINT alone would read 2.
         codes = self.hydra_out.codes if self.hydra_out else []
         return 2 if status == 2 and not hydra.any_signalled(codes) else 1
 
