@@ -647,9 +647,11 @@ void etc_net_finish(void)
     exit(0);
 }
 
-/* P6: MPI_Abort ends every rank at once, and MPICH's launcher then drops what
- * the rank wrote just before: a pause lets the rank's own report through. */
-static void abort_run(int status)
+/* N8, P6: the fatal error is printed; MPI ends every rank, with status 1 (a
+ * failure of the run, docs/language.md). MPI_Abort ends them at once, and
+ * MPICH's launcher then drops what the rank wrote just before: a pause lets the
+ * rank's own report through. */
+void etc_net_abort(void)
 {
     fflush(stdout);
     fflush(stderr);
@@ -657,13 +659,7 @@ static void abort_run(int status)
     struct timespec left = timespec_of(ABORT_PAUSE);
     while (mpi.n > 1 && nanosleep(&left, &left) != 0 && errno == EINTR)
         ; /* a profiling build's timer signal must not cut it short */
-    MPI_Abort(MPI_COMM_WORLD, status);
-}
-
-/* N8, P6: the fatal error is printed; MPI ends every rank. */
-void etc_net_abort(void)
-{
-    abort_run(1);
+    MPI_Abort(MPI_COMM_WORLD, 1);
     _exit(1); /* not reached */
 }
 
@@ -689,7 +685,7 @@ static void on_exit_check(int status, void *arg)
     fprintf(stderr, "etc: error: node %d: exited with status %d while the run was going on (a "
                     "node must not call exit(); MAIN ends with END_FUNCTION() or RETURN())\n",
             mpi.me, status);
-    abort_run(1); /* a failure of the run: status 1 (docs/language.md) */
+    etc_net_abort();
 }
 
 /* ---------------------------------------------------------------- output */
