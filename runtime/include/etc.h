@@ -385,6 +385,34 @@ void etc_frame_check_init(void *fp, const char *fname, int nslots);
 #define ETC_DEREF(g, fname, file, line) ETC_TO_LOCAL(g)
 #endif
 
+/* Copies n bytes: a small block of whole words (a message's fixed part, most
+ * parameter frames) inline, word by word, since a call to memcpy costs more
+ * than such a copy; others by memcpy. For the core's and the layers' copies of
+ * messages, once per message. */
+static inline void etc_copy_small(void *dst, const void *src, size_t n)
+{
+    unsigned char *d = (unsigned char *)dst;
+    const unsigned char *s = (const unsigned char *)src;
+    switch (n) {
+    case 32:
+        __builtin_memcpy(d + 24, s + 24, 8);
+        /* fall through */
+    case 24:
+        __builtin_memcpy(d + 16, s + 16, 8);
+        /* fall through */
+    case 16:
+        __builtin_memcpy(d + 8, s + 8, 8);
+        /* fall through */
+    case 8:
+        __builtin_memcpy(d, s, 8);
+        /* fall through */
+    case 0:
+        return;
+    default:
+        __builtin_memcpy(d, s, n);
+    }
+}
+
 /* The -prof build tells where a node's time goes partly by which line of this
  * file a sampled instruction was compiled from (core/prof.c): the operations of
  * thread management, then those of synchronization, stand between markers. */

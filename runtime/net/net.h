@@ -76,7 +76,8 @@
  *                 only for the next message of its channel, every earlier one
  *                 delivered, and its handler then runs through
  *                 etc_deliver_placed, inside the same calls as N5;
- *   N12 put       see etc_net_put.
+ *   N12 put       see etc_net_put;
+ *   N13 extend    see etc_net_extend.
  */
 
 /* The layer's name and the marker etcrun reads from the program (below). */
@@ -91,6 +92,15 @@ void etc_net_start(int want, int *node_id, int *num_nodes);
 /* Sends a message whose body is a followed by b (either may be empty) to
  * another node (never to this one: the core handles local work itself). */
 void etc_net_send(int dest, int type, const void *a, size_t alen, const void *b, size_t blen);
+
+/* N13: appends n bytes at `more` to the body of the last message sent to
+ * dest, if the layer still holds all of it (none of it sent on), it has this
+ * type, its body begins with the 16 bytes of `key`, and the layer lets it grow
+ * by n (tcp, mpi: to a body of at most ETC_WIRE_EXTEND_MAX bytes): returns 1, and the message is delivered once,
+ * with the longer body (N1 holds: nothing went to dest after it). Otherwise
+ * returns 0 and sends nothing; a layer that hands each message on at once
+ * (seq, smp) always does. A message that grew is counted once (W1). */
+int etc_net_extend(int dest, int type, const uint64_t key[2], const void *more, size_t n);
 
 /* Delivers every message that has arrived, through etc_deliver(); returns how
  * many. Called at thread boundaries, by POLL(), and while idle. */

@@ -9,27 +9,34 @@
  *   1 order     every node sends every other node 3000 messages of 0-100
  *               bytes, in one piece or two, with an empty one after every
  *               hundredth, polling now and then (N1, N5);
- *   2 big       messages of the layer's max_message, one byte more, three
+ *   2 extend    every node sends every other node 20000 pieces of 1-200
+ *               bytes (2 MB, more than a socket holds unread): each joins the message before it through
+ *               etc_net_extend where the layer lets it (N13), or begins a new
+ *               one; a message of another type, a poll or a flush now and
+ *               then; an extension right after another type's message, or
+ *               with another key, must be refused; node 0 prints how many
+ *               pieces joined a message (tcp, mpi: most; seq, smp: none);
+ *   3 big       messages of the layer's max_message, one byte more, three
  *               times it and 1 MiB, with small ones between (N4), some of the
  *               highest type (N9); a layer may receive a big one in place
  *               (N11: tcp does, the others never; node 0 prints how many);
- *   3 put       every node puts blocks of 1 byte to 1 MiB (around mpi's
+ *   4 put       every node puts blocks of 1 byte to 1 MiB (around mpi's
  *               rendezvous threshold, P10) into both neighbours' memory with
  *               etc_net_put (N12), three rounds, overwriting its source as
  *               soon as each call returns, with small messages between; each
  *               block's message must find all its bytes in place and come in
  *               order with the others; where the layer returns -1 the bytes
  *               travel as a message instead;
- *   4 burst     every node sends its successor 100000 messages without a
+ *   5 burst     every node sends its successor 100000 messages without a
  *               poll, then only makes the core's boundary test (N6) and calls
  *               etc_net_boundary when it fails -- as a node busy with threads
  *               does -- until its successor confirms, from inside a handler,
  *               that all arrived (N2, N3, N5);
- *   5 boundary  node 1, with nothing in flight to it, finds its boundary word
+ *   6 boundary  node 1, with nothing in flight to it, finds its boundary word
  *               equal to the key; node 0 sends it one message; the word moves,
  *               etc_net_boundary delivers the message, and the word equals the
  *               key again (N6);
- *   6 finish    every node but 0 sends node 0 30000 messages and a last one,
+ *   7 finish    every node but 0 sends node 0 30000 messages and a last one,
  *               prints a line, and calls etc_net_finish at once (N7, N10);
  *               node 0 checks everything arrived, prints the summary and a
  *               last line without a newline, and finishes.
@@ -151,10 +158,11 @@ void etc_describe_running(void (*ran)(void *), char *buf, size_t cap)
 #define ORDER_ROUNDS 3000
 #define BURST 100000
 #define FINAL_BURST 30000
+#define EXTEND_PIECES 20000
 
-enum { T_DATA = 1, T_EMPTY = 2, T_CTRL = 3, T_PUT = 4, T_TOP = ETC_NET_TYPES - 1 };
+enum { T_DATA = 1, T_EMPTY = 2, T_CTRL = 3, T_PUT = 4, T_GROW = 5, T_TOP = ETC_NET_TYPES - 1 };
 enum { C_DONE = 1, C_GO, C_READY, C_PING, C_CONFIRM, C_FINAL };
-enum { P_START, P_ORDER, P_BIG, P_PUT, P_BURST, P_BOUNDARY, P_FINISH, PHASES };
+enum { P_START, P_ORDER, P_EXTEND, P_BIG, P_PUT, P_BURST, P_BOUNDARY, P_FINISH, PHASES };
 
 /* Every message but T_EMPTY starts with this; `payload` pattern bytes follow. */
 typedef struct {
@@ -169,6 +177,7 @@ static struct {
     unsigned char **placing;    /* per node: the message being received in place (N11) */
     size_t *placing_len;
     long placed;                /* messages received in place */
+    long joined;                /* pieces that joined a message (N13) */
     uint64_t *got;              /* [phase * n + src]: data messages received */
     int done[PHASES];           /* node 0: DONE messages per phase */
     int go;                     /* the last phase node 0 said GO for */
@@ -269,7 +278,7 @@ void etc_deliver(int src, int type, const void *body, size_t len)
         cf.empty_due[src] = 0;
         return;
     }
-    if (type != T_DATA && type != T_CTRL && type != T_TOP && type != T_PUT)
+    if (type != T_DATA && type != T_CTRL && type != T_TOP && type != T_PUT && type != T_GROW)
         fail("a message of type %d from node %d, which nobody sent", type, src);
     msg_hdr h;
     if (len < sizeof h)
@@ -302,6 +311,12 @@ void etc_deliver(int src, int type, const void *body, size_t len)
                  i);
     if (h.phase >= PHASES)
         fail("message %u from node %d names phase %u", h.seq, src, h.phase);
+    if (type == T_GROW) { /* N13: what counts is every byte, in order, once */
+        if (h.phase != P_EXTEND)
+            fail("a grown message %u from node %d in phase %u", h.seq, src, h.phase);
+        *got(P_EXTEND, src) += n;
+        return;
+    }
     if (type != T_CTRL) {
         (*got((int)h.phase, src))++;
         cf.empty_due[src] = h.what == 1;
@@ -444,6 +459,85 @@ static void phase_order(void)
         }
     }
     idle_until(order_done, 0, "order: waiting for every message");
+}
+
+/* Phase extend: the pieces sent to each other node, 1-200 bytes each. */
+static size_t extend_piece(int k)
+{
+    return (size_t)(k * 37 % 200) + 1;
+}
+
+/* What each other node counts: the pieces' bytes, and one for each message of
+ * another type sent between them. */
+static uint64_t extend_total(void)
+{
+    uint64_t total = 0;
+    for (int k = 0; k < EXTEND_PIECES; k++)
+        total += extend_piece(k) + (k % 97 == 96);
+    return total;
+}
+
+static int extend_done(int unused)
+{
+    (void)unused;
+    return all_got(P_EXTEND, extend_total());
+}
+
+/* N13: the message a piece may join has the header (the key) and the pattern
+ * bytes sent so far; the piece holds the pattern's next bytes, so a message
+ * grown by any number of pieces reads as one sent whole. */
+static void phase_extend(void)
+{
+    int *open = calloc((size_t)cf.n, sizeof *open); /* per node: a message to join */
+    msg_hdr *key = calloc((size_t)cf.n, sizeof *key);
+    size_t *at = calloc((size_t)cf.n, sizeof *at); /* its pattern bytes so far */
+    if (!open || !key || !at)
+        fail("out of memory");
+    unsigned char piece[200];
+    int sent = 0;
+    for (int k = 0; k < EXTEND_PIECES; k++) {
+        for (int i = 1; i < cf.n; i++) {
+            int dest = (cf.me + i) % cf.n;
+            size_t n = extend_piece(k);
+            uint64_t words[2];
+            memcpy(words, &key[dest], sizeof words);
+            if (open[dest]) {
+                uint64_t wrong[2] = {words[0], words[1] ^ 1};
+                if (etc_net_extend(dest, T_GROW, wrong, piece, n))
+                    fail("extend: a piece joined a message whose body begins otherwise");
+                for (size_t j = 0; j < n; j++)
+                    piece[j] = pattern(key[dest].src, key[dest].seq, at[dest] + j);
+            }
+            if (open[dest] && etc_net_extend(dest, T_GROW, words, piece, n)) {
+                at[dest] += n;
+                cf.joined++;
+            } else {
+                key[dest] = (msg_hdr){(uint32_t)cf.me, cf.seq_out[dest]++, P_EXTEND, 0};
+                for (size_t j = 0; j < n; j++)
+                    piece[j] = pattern(key[dest].src, key[dest].seq, j);
+                etc_net_send(dest, T_GROW, &key[dest], sizeof key[dest], piece, n);
+                open[dest] = 1;
+                at[dest] = n;
+            }
+            if (k % 97 == 96) { /* another message: the next piece may not join */
+                send_msg(dest, T_DATA, P_EXTEND, 0, 8, 0);
+                memcpy(words, &key[dest], sizeof words);
+                if (etc_net_extend(dest, T_GROW, words, piece, 1))
+                    fail("extend: a piece joined a message sent before the last one");
+                open[dest] = 0;
+            }
+            /* flushes now and then, polls seldom: channels fill up, and a
+             * message may be partly written when the next piece comes */
+            if (++sent % 509 == 0)
+                etc_net_flush();
+            if (sent % 4099 == 0)
+                etc_net_poll();
+        }
+    }
+    free(open);
+    free(key);
+    free(at);
+    idle_until(extend_done, 0, "extend: waiting for every piece");
 }
 
 static size_t big_sizes[4];
@@ -596,6 +690,8 @@ int main(int argc, char **argv)
     if (cf.n > 1) {
         phase_order();
         barrier(P_ORDER);
+        phase_extend();
+        barrier(P_EXTEND);
         phase_big();
         barrier(P_BIG);
         phase_put();
@@ -614,8 +710,9 @@ int main(int argc, char **argv)
     }
     idle_until(finals_done, 0, "finish: waiting for the others' last messages");
     printf("conform: node 0 received %ld messages in place\n", cf.placed);
-    printf("conform: %s, %d node%s, max message %zu: order, big, put, burst, boundary, finish: "
-           "ok\n",
+    printf("conform: node 0 joined %ld pieces to messages\n", cf.joined);
+    printf("conform: %s, %d node%s, max message %zu: order, extend, big, put, burst, boundary, "
+           "finish: ok\n",
            etc_net_name, cf.n, cf.n == 1 ? "" : "s", etc_net_max_message());
     printf("conform: the end"); /* no newline: the layer must still write it (N7, N10) */
     etc_net_finish();

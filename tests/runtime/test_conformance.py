@@ -3,9 +3,10 @@ target table: conform_net.c, a stand-in core that defines only the services net.
 offers, is linked with each layer alone (libetc_net_<target>.a, so a layer that uses
 any other core symbol does not link) and run through etcrun on 1 to 4 nodes, with
 the normal and the debug build of the layer (ETC_ASSERT): per-pair order, messages
-above the frame size, an overflow burst from a node that only makes thread-boundary
-calls, the boundary word, finish with queued output; and an abort on one node ends
-the whole run at once, reported once, with nothing left behind."""
+that grow after they were sent (N13), messages above the frame size, an overflow
+burst from a node that only makes thread-boundary calls, the boundary word, finish
+with queued output; and an abort on one node ends the whole run at once, reported
+once, with nothing left behind."""
 
 from __future__ import annotations
 
@@ -68,11 +69,17 @@ def test_layer_conforms(conform: Conform, target: toolchain.Target, flavour: str
         assert proc.stderr == "", proc.stderr
         plural = "node" if n == 1 else "nodes"
         assert (f"conform: {target.name}, {n} {plural}, max message " in proc.stdout
-                and ": order, big, put, burst, boundary, finish: ok\n" in proc.stdout), proc.stdout
+                and ": order, extend, big, put, burst, boundary, finish: ok\n" in proc.stdout
+                ), proc.stdout
         # N11: tcp receives a big data message's rest in place (one of max_message
         # from every other node in the big phase), the other layers never
         placed = int(re.search(r"received (\d+) messages in place", proc.stdout)[1])
         assert (placed >= n - 1) if target.name == "tcp" else (placed == 0), proc.stdout
+        # N13: the coalescing layers let most pieces join the message before them
+        # (a poll, flush or other message ends one), the others never
+        joined = int(re.search(r"joined (\d+) pieces", proc.stdout)[1])
+        coalescing = target.name in ("tcp", "mpi") and n > 1
+        assert joined > 20000 * (n - 1) // 2 if coalescing else joined == 0, proc.stdout
         for k in range(1, n):  # a line printed just before etc_net_finish
             assert f"conform: node {k} of {n} finishing\n" in proc.stdout, proc.stdout
         # node 0's last output, without a newline, written when it finished: as it

@@ -10,11 +10,12 @@ void etc_wire_reserve(etc_wire_buf *b, size_t more)
 {
     ETC_ASSERT(b->off <= b->len && b->len <= b->cap);
     if (b->off && b->off == b->len)
-        b->off = b->len = 0;
+        b->off = b->len = b->last = 0;
     if (b->len + more <= b->cap)
         return;
     if (b->off) { /* slide what is pending to the front first */
         memmove(b->buf, b->buf + b->off, b->len - b->off);
+        b->last = b->last > b->off ? b->last - b->off : 0;
         b->len -= b->off;
         b->off = 0;
         if (b->len + more <= b->cap)
@@ -33,6 +34,7 @@ void etc_wire_put_frame(etc_wire_buf *b, int type, int flags, const etc_piece *p
     etc_wire_hdr h = {(uint32_t)len, (uint16_t)type, (uint16_t)flags};
     ETC_ASSERT(len <= UINT32_MAX);
     etc_wire_reserve(b, sizeof h + len);
+    b->last = b->len + 1;
     memcpy(b->buf + b->len, &h, sizeof h);
     b->len += sizeof h;
     for (int i = 0; i < npc; i++) {
@@ -47,8 +49,10 @@ void etc_wire_consume(etc_wire_buf *b, size_t n)
 {
     ETC_ASSERT(n <= etc_wire_pending(b));
     b->off += n;
+    if (b->last && b->last - 1 < b->off)
+        b->last = 0; /* some of it is written: it may not grow (F5) */
     if (b->off == b->len)
-        b->off = b->len = 0;
+        b->off = b->len = b->last = 0;
 }
 
 void etc_wire_free(etc_wire_buf *b)
@@ -104,6 +108,7 @@ void etc_coalesce_flush(etc_coalesce *c, int dest)
         if (etc_wire_pending(b))
             c->take(c->ctx, dest, b);
         ETC_ASSERT(etc_wire_pending(b) == 0);
+        b->last = 0; /* what it took is the sender's now (F5) */
         return;
     }
     while (etc_wire_pending(b)) {

@@ -4,7 +4,8 @@
  * A frame is an etc_wire_hdr and `len` bytes of body (docs/protocols.md, F1).
  * Small messages to one destination are appended to its buffer and written
  * together at the next flush, so a burst of fine-grain messages costs one
- * system call (or one send) instead of one each (F2).
+ * system call (or one send) instead of one each (F2); the last frame to a
+ * destination may grow while none of it is written (F5, net.h N13).
  */
 #ifndef ETC_NET_COMMON_WIRE_H
 #define ETC_NET_COMMON_WIRE_H
@@ -12,6 +13,8 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
+
+#include "etc.h"
 
 typedef struct etc_wire_hdr {
     uint32_t len;   /* bytes of body that follow */
@@ -25,10 +28,12 @@ typedef struct etc_piece {
     size_t n;
 } etc_piece;
 
-/* A growable byte buffer: bytes [off, len) are pending. */
+/* A growable byte buffer: bytes [off, len) are pending. A coalescing buffer
+ * also knows where its last frame starts, while none of it is written (F5). */
 typedef struct etc_wire_buf {
     unsigned char *buf;
     size_t off, len, cap;
+    size_t last; /* 1 + the offset of that frame's header; 0: no such frame */
 } etc_wire_buf;
 
 static inline size_t etc_wire_pending(const etc_wire_buf *b)
@@ -100,31 +105,9 @@ void etc_coalesce_flush(etc_coalesce *c, int dest);
 void etc_coalesce_send_fragments(etc_coalesce *c, int dest, int type, const void *a,
                                  size_t alen, const void *b, size_t blen);
 
-/* Copies n bytes into a coalescing buffer: a small body of whole words (every
- * core message's fixed part, most parameter frames) inline, word by word, since
- * a call to memcpy costs more than such a copy. */
-static inline void etc_wire_copy(unsigned char *dst, const void *src, size_t n)
-{
-    const unsigned char *s = src;
-    switch (n) {
-    case 32:
-        memcpy(dst + 24, s + 24, 8);
-        /* fall through */
-    case 24:
-        memcpy(dst + 16, s + 16, 8);
-        /* fall through */
-    case 16:
-        memcpy(dst + 8, s + 8, 8);
-        /* fall through */
-    case 8:
-        memcpy(dst, s, 8);
-        /* fall through */
-    case 0:
-        return;
-    default:
-        memcpy(dst, s, n);
-    }
-}
+/* F5: a frame grows by extension to at most this many bytes of body, so that
+ * one delivery does not queue more calls than a node runs between two polls. */
+#define ETC_WIRE_EXTEND_MAX 2048u
 
 /* Appends the message a|b for dest (fragmented above max_body); writes dest's
  * buffer at once when flush_at bytes wait. Inline: it runs once per message. */
@@ -141,14 +124,51 @@ static inline void etc_coalesce_send(etc_coalesce *c, int dest, int type, const 
     if (w->cap - w->len < sizeof h + len)
         etc_wire_reserve(w, sizeof h + len);
     unsigned char *p = w->buf + w->len;
+    w->last = w->len + 1;
     memcpy(p, &h, sizeof h);
-    etc_wire_copy(p + sizeof h, a, alen);
-    etc_wire_copy(p + sizeof h + alen, b, blen);
+    etc_copy_small(p + sizeof h, a, alen);
+    etc_copy_small(p + sizeof h + alen, b, blen);
     w->len += sizeof h + len;
     c->pending = 1;
     if (w->len - w->off >= c->flush_at)
         etc_coalesce_flush(c, dest);
 }
+/* F5 (net.h N13): appends n bytes to the body of dest's last frame if none of
+ * it is written yet, it has this type and no flags, its body begins with the
+ * 16 bytes of key and it stays within ETC_WIRE_EXTEND_MAX: 1 if so, 0 (nothing
+ * done) if not. Inline: it runs once per message. */
+static inline int etc_coalesce_extend(etc_coalesce *c, int dest, int type, const uint64_t key[2],
+                                      const void *more, size_t n)
+{
+    etc_wire_buf *w = &c->out[dest];
+    if (!w->last)
+        return 0;
+    unsigned char *p = w->buf + w->last - 1;
+    /* the header's type and flags (0) as one word, then its length */
+    const etc_wire_hdr want = {0, (uint16_t)type, 0};
+    uint32_t len, kind, kind_want;
+    memcpy(&kind, p + offsetof(etc_wire_hdr, type), sizeof kind);
+    memcpy(&kind_want, (const unsigned char *)&want + offsetof(etc_wire_hdr, type), sizeof kind);
+    memcpy(&len, p, sizeof len);
+    if (kind != kind_want || len < 2 * sizeof *key || len + n > ETC_WIRE_EXTEND_MAX)
+        return 0;
+    uint64_t k[2];
+    memcpy(k, p + sizeof(etc_wire_hdr), sizeof k);
+    if (k[0] != key[0] || k[1] != key[1])
+        return 0;
+    if (w->cap - w->len < n) {
+        etc_wire_reserve(w, n); /* (it may slide the pending bytes, and `last`) */
+        p = w->buf + w->last - 1;
+    }
+    len += (uint32_t)n;
+    memcpy(p, &len, sizeof len);
+    etc_copy_small(w->buf + w->len, more, n);
+    w->len += n;
+    if (w->len - w->off >= c->flush_at)
+        etc_coalesce_flush(c, dest);
+    return 1;
+}
+
 /* The same for every destination; clears `pending` once nothing waits. */
 void etc_coalesce_flush_all(etc_coalesce *c);
 /* Forgets what waits for dest (it is gone, and that is expected). */

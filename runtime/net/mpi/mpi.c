@@ -249,6 +249,13 @@ void etc_net_send(int dest, int type, const void *a, size_t alen, const void *b,
     etc_coalesce_send(&mpi.out, dest, type, a, alen, b, blen);
 }
 
+int etc_net_extend(int dest, int type, const uint64_t key[2], const void *more, size_t n)
+{
+    if (mpi.bye[dest])
+        return 0; /* (then send drops it) */
+    return etc_coalesce_extend(&mpi.out, dest, type, key, more, n);
+}
+
 void etc_net_flush(void)
 {
     flush_all();
@@ -284,7 +291,7 @@ static etc_wire_buf copy_buffer(size_t n)
     }
     if (mpi.ncopies) /* none big enough: grow the last one */
         etc_wire_free(&mpi.copies[--mpi.ncopies]);
-    return (etc_wire_buf){etc_xmalloc(n), 0, 0, n};
+    return (etc_wire_buf){.buf = etc_xmalloc(n), .cap = n};
 }
 
 /* A request to test in reap_sends: a slot of mpi.tx. */
@@ -442,7 +449,7 @@ static void receive_put(int k, const put_hdr *h)
 /* Delivers every frame of one received buffer from node k. */
 static int deliver_buffer(int k, unsigned char *buf, size_t len)
 {
-    etc_wire_buf in = {buf, 0, len, len};
+    etc_wire_buf in = {.buf = buf, .len = len, .cap = len};
     etc_wire_hdr h;
     const unsigned char *body;
     int count = 0, r;

@@ -457,6 +457,17 @@ void etc_net_send(int dest, int type, const void *a, size_t alen, const void *b,
     LAYER_LEAVE();
 }
 
+int etc_net_extend(int dest, int type, const uint64_t key[2], const void *more, size_t n)
+{
+    peer *p = &tcp.peers[dest];
+    if (p->bye || p->closed)
+        return 0; /* (then send drops it) */
+    LAYER_ENTER();
+    int done = etc_coalesce_extend(&tcp.out, dest, type, key, more, n);
+    LAYER_LEAVE();
+    return done;
+}
+
 void etc_net_flush(void)
 {
     LAYER_ENTER();
