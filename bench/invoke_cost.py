@@ -28,7 +28,8 @@ FRAME_FNS = {"etc_frame_alloc", "etc_block_free"}
 SEND_FNS = {"etc_rsync_g", "etc_untag_own", "etc_tag_of"}
 # functions of the core (remote.c, rts.h) and the layer (tcp.c, net/common) by part
 CORE_SEND = {"etc_send", "send_comm", "etc_rsync_remote", "etc_invoke_remote"}
-LAYER_SEND = {"etc_net_send", "write_peer", "flush_all", "send_direct", "etc_net_flush",
+LAYER_SEND = {"etc_net_send", "etc_net_extend", "write_peer", "flush_all", "send_direct",
+              "etc_net_flush",
               "etc_coalesce_flush", "etc_coalesce_flush_all", "etc_coalesce_put",
               "etc_wire_put_frame", "etc_wire_reserve"}
 # memory a queue of calls takes the first time: new frames, a bigger ready queue
@@ -42,7 +43,7 @@ PARTS = {
     "receive": "receiving: the layer's polls, reads and frame parsing",
     "dispatch": "dispatch: handler table and handlers",
     "sched": "scheduler: ready queue, slots, run loop, idle loop",
-    "libc": "C library (memcpy of parameter frames)",
+    "copy": "copies of parameter frames into the queued calls (inline, or memcpy)",
     "other": "other",
     "growth": "a queue's first growth: new frames, a bigger ready queue",
 }
@@ -59,6 +60,8 @@ def part_of(key: tuple[str, str, int], etc_h: dict[int, str]) -> str:
         inline = etc_h.get(line, "")
         if inline in FRAME_FNS:
             return "frames"
+        if inline == "etc_copy_small":  # a message's bytes, sent or taken off
+            return "send" if fn in CORE_SEND | LAYER_SEND else "copy"
         return "send" if inline in SEND_FNS else "sched"
     if name == "alloc.c":
         return "growth" if fn in GROWTH_FNS else "frames"
@@ -71,7 +74,7 @@ def part_of(key: tuple[str, str, int], etc_h: dict[int, str]) -> str:
     if name in ("sched.c", "term.c"):
         return "sched"
     if "libc" in path or "memmove" in path or "memcpy" in path:
-        return "libc"
+        return "copy"
     return "other"
 
 
@@ -138,9 +141,10 @@ def lines(invoke_ns: float, sync_ns: float) -> list[str]:
     text = [f"**Where a pipelined remote INVOKE goes** (issues 17, 19): instructions per "
             f"operation by callgrind on each tcp node, a run of {2 * n:,} operations minus "
             f"one of {n:,}, by the part of the runtime each line is in (`-O2 -ggdb`). A "
-            "remote INVOKE is two messages (the call, and the RSYNC its function sends "
-            "back), a parameter frame and an activation frame on the invoked node; a "
-            "pipelined sync is one message and a slot's decrement. System calls are not "
+            "remote INVOKE is a call in a message that the next calls of the same function "
+            "join (docs/protocols.md, N13), the RSYNC its function sends back, and a "
+            "parameter frame and an activation frame on the invoked node; a pipelined sync "
+            "is one message and a slot's decrement. System calls are not "
             "counted. Under callgrind the invoked node falls behind the invoking one, so "
             "every call of the run queues and takes fresh memory (the growth row); at "
             "full speed the queue stays a few thousand calls deep and the frames come "
@@ -152,7 +156,8 @@ def lines(invoke_ns: float, sync_ns: float) -> list[str]:
                 f"{invoke_ns / sync_ns:.2f}x the time measured above. The work ratio is the "
                 "part of the time ratio that no change of waiting or scheduling removes; "
                 "what instructions do not count makes the rest: the sockets' system calls "
-                "(per INVOKE a call frame out and a reply frame back, per sync one frame) "
+                "(per INVOKE a call's 16 bytes out and a reply frame back, per sync one "
+                "frame) "
                 "and memory stalls.")
     text.append("")
     return text

@@ -44,8 +44,12 @@ typedef struct {
     uint64_t src, dest, slot, n;
 } msg_blkget;
 
-typedef struct {
-    uint64_t fn; /* then the parameter frame from INVOKE_SENT_FROM on: its size is implied */
+typedef union {
+    struct {
+        uint64_t fn;
+        uint32_t size, zero; /* the bytes of one call; then one or more calls (N13) */
+    };
+    uint64_t key[2]; /* what a call joining the message must begin with */
 } msg_invoke;
 
 /* Every parameter frame starts with the etc_ret of its start (etcpre's lowering);
@@ -170,10 +174,16 @@ void etc_invoke_remote(int node, etc_thread fn, void *pp, size_t size)
         etc_fatal_in_thread("INVOKE: node %d does not exist (%s)", node,
                             etc_run_nodes(nodes, sizeof nodes));
     }
-    ETC_ASSERT(size >= sizeof(etc_ret) && ((etc_ret *)pp)->ip == NULL);
-    msg_invoke m = {U64(fn)};
-    etc_send(node, ETC_M_INVOKE, &m, sizeof m, (const char *)pp + INVOKE_SENT_FROM,
-             size - INVOKE_SENT_FROM);
+    ETC_ASSERT(size >= sizeof(etc_ret) && ((etc_ret *)pp)->ip == NULL && size <= UINT32_MAX);
+    size_t sent = size - INVOKE_SENT_FROM;
+    const char *call = (const char *)pp + INVOKE_SENT_FROM;
+    msg_invoke m = {{U64(fn), (uint32_t)sent, 0}};
+#if !defined(ETC_CHECK) && !defined(ETC_TRACE) /* (there each call names its caller) */
+    /* N13: a call of the function the last message to `node` calls joins it, while
+     * the layer still holds that message: pipelined INVOKEs travel as one */
+    if (!sent || !etc_net_extend(node, ETC_M_INVOKE, m.key, call, sent))
+#endif
+        etc_send(node, ETC_M_INVOKE, &m, sizeof m, call, sent);
     etc_block_free(pp, size);
 }
 
@@ -353,12 +363,18 @@ static void handle_invoke(int src, int type, const void *body, size_t len)
 {
     msg_invoke m;
     etc_take_message(&m, sizeof m, body, len, 0, src, type);
-    size_t sent = len - sizeof m;
-    char *pp = etc_frame_alloc(INVOKE_SENT_FROM + sent);
-    if (INVOKE_SENT_FROM)
-        *(etc_ret *)pp = (etc_ret){0};
-    memcpy(pp + INVOKE_SENT_FROM, (const char *)body + sizeof m, sent);
-    etc_rq_push((etc_thread)PTR(m.fn), pp, 0);
+    size_t sent = m.size, all = len - sizeof m;
+    if (m.zero || (sent ? all % sent != 0 : all != 0))
+        etc_bad_message(src, type, len);
+    etc_thread fn = (etc_thread)PTR(m.fn);
+    const char *call = (const char *)body + sizeof m;
+    for (size_t k = sent ? all / sent : 1; k > 0; k--, call += sent) { /* N13 */
+        char *pp = etc_frame_alloc(INVOKE_SENT_FROM + sent);
+        if (INVOKE_SENT_FROM)
+            *(etc_ret *)pp = (etc_ret){0};
+        etc_copy_small(pp + INVOKE_SENT_FROM, call, sent);
+        etc_rq_push(fn, pp, 0);
+    }
 }
 
 static void handle_prof(int src, int type, const void *body, size_t len)

@@ -32,6 +32,7 @@ CASES: list[tuple[Path, list[str]]] = [
     (PROGRAMS / "debug_me.tc", ["12"]),
     (PROGRAMS / "globals_per_node.tc", []),
     (PROGRAMS / "heap_blocks.tc", []),
+    (PROGRAMS / "invoke_stream.tc", ["2000"]),
     (PROGRAMS / "lb_fib.tc", ["15"]),
     (PROGRAMS / "lb_idle.tc", ["0.05"]),
     (PROGRAMS / "lb_knary.tc", ["3", "4", "1", "200"]),

@@ -74,6 +74,12 @@ PROGRAMS = [
             what="nothing lost or duplicated"),
     Program("poll_wait.tc", (), lambda n: f"poll wait: {n} waiters done\n",
             what="POLL() in a thread a message started delivers the messages it waits for"),
+    Program("invoke_stream.tc", (),
+            lambda n: f"invoke stream: {n} nodes, {19600 * pairs(n)} calls, 0 errors, "
+                      "sums agree\n",
+            what="pipelined INVOKEs of functions with different parameter frames, with "
+                 "other messages between: calls of one function travel as one message "
+                 "where the layer lets it grow (tcp, mpi: N13)"),
     # What does not fit in a channel waits in the sender's layer; a sender that
     # never goes idle must still move it on at its thread boundaries (the nop
     # balancer sends nothing that would make it poll).
@@ -107,7 +113,8 @@ def test_program(build: Builder, target: toolchain.Target, n: int, program: Prog
 # The stress programs with the runtime's debug build, on each target's largest node
 # count: a broken invariant (a ring's bounds, overflow accounting, the heap's
 # boundary tags, the termination counters, a token handed on twice) ends the run.
-STRESS = [p for p in PROGRAMS if p.source in ("remote_ops.tc", "stress.tc", "burst.tc")]
+STRESS = [p for p in PROGRAMS
+          if p.source in ("remote_ops.tc", "stress.tc", "burst.tc", "invoke_stream.tc")]
 DEBUG_CASES = cases([(t, n) for t, n in RUNS if n == max(m for u, m in RUNS if u is t)], STRESS)
 
 
