@@ -10,9 +10,9 @@
  *               bytes, in one piece or two, with an empty one after every
  *               hundredth, polling now and then (N1, N5);
  *   2 extend    every node sends every other node 20000 pieces of 1-200
- *               bytes (2 MB, more than a socket holds unread): each joins the message before it through
+ *               bytes (2 MB): each joins the message before it through
  *               etc_net_extend where the layer lets it (N13), or begins a new
- *               one; a message of another type, a poll or a flush now and
+ *               one; a message of another type, a flush or a poll now and
  *               then; an extension right after another type's message, or
  *               with another key, must be refused; node 0 prints how many
  *               pieces joined a message (tcp, mpi: most; seq, smp: none);

@@ -133,6 +133,7 @@ static inline void etc_coalesce_send(etc_coalesce *c, int dest, int type, const 
     if (w->len - w->off >= c->flush_at)
         etc_coalesce_flush(c, dest);
 }
+
 /* F5 (net.h N13): appends n bytes to the body of dest's last frame if none of
  * it is written yet, it has this type and no flags, its body begins with the
  * 16 bytes of key and it stays within ETC_WIRE_EXTEND_MAX: 1 if so, 0 (nothing
