@@ -364,8 +364,8 @@ static void handle_invoke(int src, int type, const void *body, size_t len)
     msg_invoke m;
     etc_take_message(&m, sizeof m, body, len, 0, src, type);
     size_t sent = m.size, all = len - sizeof m;
-    if (m.zero || (sent ? all % sent != 0 : all != 0))
-        etc_bad_message(src, type, len);
+    if (m.zero || (sent ? all == 0 || all % sent != 0 : all != 0))
+        etc_bad_message(src, type, len); /* (one call at least, whole calls only) */
     etc_thread fn = (etc_thread)PTR(m.fn);
     const char *call = (const char *)body + sizeof m;
     for (size_t k = sent ? all / sent : 1; k > 0; k--, call += sent) { /* N13 */

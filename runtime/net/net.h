@@ -98,9 +98,9 @@ void etc_net_send(int dest, int type, const void *a, size_t alen, const void *b,
  * type, its body begins with the 16 bytes of `key`, and the layer lets it grow
  * by n (tcp, mpi: to a body of at most ETC_WIRE_EXTEND_MAX bytes): returns 1,
  * and the message is delivered once, with the longer body (N1 holds: nothing
- * went to dest after it). Otherwise returns 0 and sends nothing; a layer that
- * hands each message on at once (seq, smp) always does. A message that grew
- * is counted once (W1). */
+ * went to dest after it). Otherwise returns 0 and sends nothing; smp, which
+ * hands each message on at once, and seq, which has no other node, always do.
+ * A message that grew is counted once (W1). */
 int etc_net_extend(int dest, int type, const uint64_t key[2], const void *more, size_t n);
 
 /* Delivers every message that has arrived, through etc_deliver(); returns how

@@ -316,6 +316,20 @@ int main(void)
     check(&c, "partly written", 2);
     done(&c);
 
+    reset(&c); /* growing past the flush threshold writes the buffer: what of the
+                * frame a full channel took, it may not grow by any more */
+    c.flush_at = 64;
+    send_message(&c, 30, 5, 8); /* 32 bytes: under the threshold */
+    ch.take = 40;               /* the frame's 32 and 8 of what it grew by */
+    if (!grow(&c, 30, 5, 40, 1))
+        fail("flushed", "refused a frame none of which was written");
+    if (ch.wired != 40)
+        fail("flushed", "growing past the threshold did not write the buffer");
+    if (grow(&c, 30, 5, 8, 1))
+        fail("flushed", "grew a frame the flush had partly written");
+    check(&c, "flushed", 1);
+    done(&c);
+
     reset(&c); /* ... but it may when only frames before it were written, and again
                 * after the buffer slid what was pending to its front */
     send_message(&c, 10, 5, 8);

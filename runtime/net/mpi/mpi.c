@@ -203,7 +203,7 @@ static void take_buffer(void *ctx, int dest, etc_wire_buf *b)
           "MPI_Isend", dest);
     mpi.ntx++;
     *b = mpi.npool ? mpi.pool[--mpi.npool] : (etc_wire_buf){0};
-    b->off = b->len = 0;
+    b->off = b->len = b->last = 0; /* (a pooled buffer's frames were sent: F5) */
 }
 
 /* Completed sends give their buffers back; returns how many are still out. */

@@ -26,12 +26,15 @@ void etc_net_send(int dest, int type, const void *a, size_t alen, const void *b,
     etc_fatal("message of type %d to node %d on the seq target", type, dest);
 }
 
+/* N13: no message was sent, so none can grow (a send says what went wrong) */
 int etc_net_extend(int dest, int type, const uint64_t key[2], const void *more, size_t n)
 {
+    (void)dest;
+    (void)type;
     (void)key;
     (void)more;
     (void)n;
-    etc_fatal("message of type %d to node %d on the seq target", type, dest);
+    return 0;
 }
 
 int etc_net_poll(void)
