@@ -59,28 +59,35 @@ def test_hand_translated_fib_seq(tmp_path: Path, cc: str, check: bool) -> None:
     assert proc.stdout == "fib(24) = 46368\n"
 
 
-@pytest.mark.parametrize("cc", COMPILERS)
-@pytest.mark.parametrize("debug", [False, True], ids=["normal", "debug"])
-def test_smp_shared_heap_allocator(tmp_path: Path, cc: str, debug: bool) -> None:
-    # debug: with the runtime's internal checks (the boundary tags of every block
-    # the allocator steps across, no double free)
+def _unit_test(tmp_path: Path, cc: str, debug: bool, sanitizers: str, sources: list[Path],
+               cases: int) -> None:
+    """Builds a unit test of runtime sources (`debug`: with the runtime's internal
+    checks, ETC_ASSERT) under the sanitizers, runs it, and checks that its `cases`
+    cases printed `ok` and none failed."""
     if shutil.which(cc) is None:
         pytest.skip(f"{cc} is not installed (.ci/run installs clang)")
-    rt = ROOT / "runtime"
-    prog = tmp_path / "unit_smp_heap"
+    prog = tmp_path / sources[0].stem
     proc = subprocess.run([cc, "-std=c11", "-D_GNU_SOURCE", "-O2", "-Wall", "-Wextra", "-Werror",
-                           *(["-DETC_DEBUG"] if debug else []),
-                           "-fsanitize=undefined", "-fno-sanitize-recover=undefined", f"-I{rt}",
-                           f"-I{INCLUDE}",
-                           str(HERE / "unit_smp_heap.c"), str(rt / "net" / "smp" / "smp_heap.c"),
-                           str(rt / "net" / "smp" / "smp_share.c"), "-pthread", "-o", str(prog)],
+                           *(["-DETC_DEBUG"] if debug else []), f"-fsanitize={sanitizers}",
+                           "-fno-sanitize-recover=undefined", f"-I{ROOT / 'runtime'}",
+                           f"-I{INCLUDE}", *map(str, sources), "-pthread", "-o", str(prog)],
                           capture_output=True, text=True, check=False)
     assert proc.returncode == 0, proc.stderr
     proc = subprocess.run([str(prog)], capture_output=True, text=True, timeout=120, check=False)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     lines = proc.stdout.splitlines()
     assert lines[-1] == "done 0", proc.stdout
-    assert len([x for x in lines if x.startswith("ok ")]) == 7, proc.stdout
+    assert len([x for x in lines if x.startswith("ok ")]) == cases, proc.stdout
+
+
+@pytest.mark.parametrize("cc", COMPILERS)
+@pytest.mark.parametrize("debug", [False, True], ids=["normal", "debug"])
+def test_smp_shared_heap_allocator(tmp_path: Path, cc: str, debug: bool) -> None:
+    # debug: with the runtime's internal checks (the boundary tags of every block
+    # the allocator steps across, no double free)
+    smp = ROOT / "runtime" / "net" / "smp"
+    _unit_test(tmp_path, cc, debug, "undefined",
+               [HERE / "unit_smp_heap.c", smp / "smp_heap.c", smp / "smp_share.c"], 7)
 
 
 @pytest.mark.parametrize("cc", COMPILERS)
@@ -90,23 +97,9 @@ def test_coalescing_buffers_grow_only_unwritten_frames(tmp_path: Path, cc: str,
     # net/common/wire.c against a writer that takes all, nothing or part: a frame
     # grows (N13) only while none of it is written, and only the last one; what the
     # channel carried parses back into exactly the messages sent (ASan, UBSan)
-    if shutil.which(cc) is None:
-        pytest.skip(f"{cc} is not installed (.ci/run installs clang)")
-    rt = ROOT / "runtime"
-    prog = tmp_path / "unit_wire"
-    common = rt / "net" / "common"
-    proc = subprocess.run([cc, "-std=c11", "-D_GNU_SOURCE", "-O2", "-Wall", "-Wextra", "-Werror",
-                           *(["-DETC_DEBUG"] if debug else []),
-                           "-fsanitize=address,undefined", "-fno-sanitize-recover=undefined",
-                           f"-I{rt}", f"-I{INCLUDE}", str(HERE / "unit_wire.c"),
-                           str(common / "wire.c"), str(common / "frag.c"), "-o", str(prog)],
-                          capture_output=True, text=True, check=False)
-    assert proc.returncode == 0, proc.stderr
-    proc = subprocess.run([str(prog)], capture_output=True, text=True, timeout=60, check=False)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    lines = proc.stdout.splitlines()
-    assert lines[-1] == "done 0", proc.stdout
-    assert len([x for x in lines if x.startswith("ok ")]) == 9, proc.stdout
+    common = ROOT / "runtime" / "net" / "common"
+    _unit_test(tmp_path, cc, debug, "address,undefined",
+               [HERE / "unit_wire.c", common / "wire.c", common / "frag.c"], 9)
 
 
 @pytest.mark.parametrize("nodes", [1, 2, 4])
