@@ -112,6 +112,11 @@ def check_sample(name: str, n: int, stdout: str, causal: bool = True) -> None:
 # this machine is skipped, saying why.
 TARGETS = list(toolchain.TARGETS.values())
 TARGET_IDS = [t.name for t in TARGETS]
+# Those that run more than one node: where remote operations happen.
+MULTI_NODE_TARGETS = [t for t in TARGETS if t.max_nodes > 1]
+# Layers whose etc_net_extend grows a message they still hold (docs/protocols.md,
+# N13: a coalescing buffer's last frame); the others always refuse.
+GROWING = {"tcp", "mpi"}
 # The node counts a target's programs run on: 1, 2 and 3 nodes, within its limit;
 # smp, the cheapest, on more.
 NODE_COUNTS = {"smp": [1, 2, 4, 16]}

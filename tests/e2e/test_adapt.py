@@ -25,7 +25,7 @@ TREE = ["6", "3", "20000"]  # 729 leaves
 # token once, at the start; nop never)
 MOVERS = [lb for lb in toolchain.BALANCERS if lb not in ("minima", "nop")]
 OVERLOADED = "0.00 0.00 0.00 99/100 1\n"
-MULTI_NODE = [t.name for t in support.TARGETS if t.max_nodes > 1]
+MULTI_NODE = [t.name for t in support.MULTI_NODE_TARGETS]
 # the targets whose nodes a launcher starts, each a process that talks by messages
 LAUNCHED = [t.name for t in support.TARGETS if t.launcher]
 

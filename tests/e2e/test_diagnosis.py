@@ -21,7 +21,7 @@ from support import BIN, PROGRAMS, SANITIZE, Builder, Leftovers, processes_of, r
 # starts them (slower to start), within the target's limit (seq: one)
 TARGETS = [(t.name, min(t.max_nodes, 2 if t.launcher else 3)) for t in support.TARGETS]
 # the targets with more than one node, on two
-MULTI_NODE = [(t.name, 2) for t in support.TARGETS if t.max_nodes > 1]
+MULTI_NODE = [(t.name, 2) for t in support.MULTI_NODE_TARGETS]
 BUILDS = {"normal": [], "checking": ["-g"]}
 
 

@@ -15,8 +15,17 @@ import pytest
 
 from etcpre import toolchain
 
+from support import (
+    GROWING,
+    MULTI_NODE_TARGETS,
+    SANITIZE,
+    TARGET_IDS,
+    TARGETS,
+    Builder,
+    run,
+    target_runs,
+)
 from support import PROGRAMS as PROGRAM_DIR
-from support import SANITIZE, TARGET_IDS, TARGETS, Builder, run, target_runs
 
 
 def pairs(n: int) -> int:
@@ -115,10 +124,7 @@ def test_program(build: Builder, target: toolchain.Target, n: int, program: Prog
 # N13: on a layer that coalesces (tcp, mpi) pipelined calls of one function join
 # the message before them; a core that stopped joining them would still compute
 # right, only slower. A wrapper around etc_net_extend counts the joins.
-MULTI_NODE = [t for t in TARGETS if t.max_nodes > 1]
-
-
-@pytest.mark.parametrize("target", MULTI_NODE, ids=[t.name for t in MULTI_NODE])
+@pytest.mark.parametrize("target", MULTI_NODE_TARGETS, ids=[t.name for t in MULTI_NODE_TARGETS])
 def test_pipelined_invokes_travel_as_one_message(build: Builder,
                                                  target: toolchain.Target) -> None:
     prog = build("invoke_stream.tc", str(PROGRAM_DIR / "joins_counter.c"),
@@ -127,7 +133,7 @@ def test_pipelined_invokes_travel_as_one_message(build: Builder,
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout == f"invoke stream: 2 nodes, {19600 * 2} calls, 0 errors, sums agree\n"
     joined = sorted(re.findall(r"joins: 1000 calls joined a message on node (\d)", proc.stderr))
-    assert joined == (["0", "1"] if target.name in ("tcp", "mpi") else []), proc.stderr
+    assert joined == (["0", "1"] if target.name in GROWING else []), proc.stderr
 
 
 # The stress programs with the runtime's debug build, on each target's largest node

@@ -13,7 +13,16 @@ import pytest
 
 from etcpre import toolchain
 
-from support import ROOT, SANITIZE, TARGETS, etcc, require, run, run_ids, target_runs
+from support import (
+    MULTI_NODE_TARGETS,
+    ROOT,
+    SANITIZE,
+    etcc,
+    require,
+    run,
+    run_ids,
+    target_runs,
+)
 
 sys.path.insert(0, str(ROOT / "tests" / "golden"))
 import regen  # noqa: E402
@@ -118,7 +127,7 @@ def test_nesting_as_deep_as_gcc_accepts(tmp_path: Path, depth: int) -> None:
     ("call", "'work' ends with END_FUNCTION(), but 'MAIN' started it with CALL (main.tc:18)"),
     ("invoke", "'back' ends with RETURN(), but 'MAIN' started it with INVOKE (main.tc:16)"),
 ])
-@pytest.mark.parametrize("target", [t.name for t in TARGETS if t.max_nodes > 1])
+@pytest.mark.parametrize("target", [t.name for t in MULTI_NODE_TARGETS])
 def test_started_the_wrong_way_from_another_file(tmp_path: Path, target: str, how: str,
                                                   message: str) -> None:
     # one file CALLs a function another file ends with END_FUNCTION (or INVOKEs one
