@@ -117,6 +117,9 @@ MULTI_NODE_TARGETS = [t for t in TARGETS if t.max_nodes > 1]
 # Layers whose etc_net_extend grows a message they still hold (docs/protocols.md,
 # N13: a coalescing buffer's last frame); the others always refuse.
 GROWING = {"tcp", "mpi"}
+# Layers whose etc_net_put takes big blocks on itself (N12: tcp T11, mpi P10); the
+# others return -1 and the core sends the bytes as messages.
+PUTTING = {"tcp", "mpi"}
 # The node counts a target's programs run on: 1, 2 and 3 nodes, within its limit;
 # smp, the cheapest, on more.
 NODE_COUNTS = {"smp": [1, 2, 4, 16]}

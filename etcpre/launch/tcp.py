@@ -50,7 +50,7 @@ from etcpre.launch.hosts import (
 from etcpre.launch.interrupted import interrupted_line
 from etcpre.launch.sinks import Sinks, read_pipe
 
-WIRE_VERSION = 2  # runtime/net/tcp/tcp.c says the same (a test keeps them equal)
+WIRE_VERSION = 3  # runtime/net/tcp/tcp.c says the same (a test keeps them equal)
 STOP_GRACE = 2.0
 WHERE_WAIT = 0.3  # L7: how long the nodes have to say what they run (each waits 50 ms)
 SUSPECT_GRACE = 1.0  # how long a lost node's own exit status may take to say why

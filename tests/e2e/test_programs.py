@@ -67,7 +67,7 @@ PROGRAMS = [
             lambda n: f"heap blocks: {n} nodes, {pairs(n)} pairs, 0 errors\n",
             what="block moves of malloc'ed memory; a fork() in a node gets private copies"),
     Program("blocks.tc", (),
-            lambda n: f"blocks: {n} nodes, {24 * n * n + 24 * n} moves, 0 errors\n", max_nodes=4,
+            lambda n: f"blocks: {n} nodes, {30 * n * n + 30 * n} moves, 0 errors\n", max_nodes=4,
             what="block moves of 1 byte to 1 MiB, many at once, both ways, the source "
                  "overwritten at once (mpi: P10)"),
     Program("globals_per_node.tc", (),

@@ -20,7 +20,7 @@ import pytest
 
 from etcpre import toolchain
 
-from support import GROWING, ROOT, TARGET_IDS, TARGETS, Leftovers, etcrun, require
+from support import GROWING, PUTTING, ROOT, TARGET_IDS, TARGETS, Leftovers, etcrun, require
 
 HERE = Path(__file__).resolve().parent
 FLAVOURS = ["runtime", "runtime-debug"]  # build/<flavour>/: make, make runtime-debug
@@ -80,6 +80,12 @@ def test_layer_conforms(conform: Conform, target: toolchain.Target, flavour: str
         joined = int(re.search(r"joined (\d+) pieces", proc.stdout)[1])
         growing = target.name in GROWING and n > 1
         assert joined > 20000 * (n - 1) // 2 if growing else joined == 0, proc.stdout
+        # N12: tcp and mpi take the blocks from 16 KiB (tcp: 5 of the 7 sizes) or 64
+        # KiB (mpi: 4) on themselves, to each of 2 neighbours in 3 rounds (tcp may
+        # leave one to messages when output waits before it); the others none
+        puts = int(re.search(r"put (\d+) blocks through the layer", proc.stdout)[1])
+        assert 0 < puts <= 5 * 2 * 3 if target.name in PUTTING and n > 1 else puts == 0, \
+            proc.stdout
         for k in range(1, n):  # a line printed just before etc_net_finish
             assert f"conform: node {k} of {n} finishing\n" in proc.stdout, proc.stdout
         # node 0's last output, without a newline, written when it finished: as it

@@ -11,10 +11,11 @@
  * Every connection must present the secret in its handshake; one that does not
  * is closed and logged. After READY/GO the program runs.
  *
- * Wire format (version 2, docs/protocols.md T1-T4): a connection starts with a
+ * Wire format (version 3, docs/protocols.md T1-T4, T11): a connection starts with a
  * 40-byte handshake (magic "ETCN", version, node, secret); then frames of
  * [u32 length][u16 type][u16 flags] and a body (net/common/wire.h); messages
- * above 256 KiB travel as fragments (net/common/frag.h). Small messages to one
+ * above 256 KiB travel as fragments (net/common/frag.h); a block move is one
+ * frame and its bytes, received where they belong (T11). Small messages to one
  * destination are coalesced in a buffer and written at thread boundaries, when
  * idle, or when 64 KiB are waiting; sockets are non-blocking with TCP_NODELAY,
  * so two nodes sending big block moves to each other at once both keep
@@ -52,7 +53,7 @@
 ETC_NET_LAYER("tcp");
 
 /* etcpre/launch/tcp.py says the same (tests/e2e/test_tcp.py keeps them equal) */
-#define WIRE_VERSION 2
+#define WIRE_VERSION 3
 #define HS_MAGIC 0x4E435445u /* "ETCN" */
 #define SECRET_BYTES 32
 #define MAX_MESSAGE (256u << 10) /* the largest frame body; bigger messages are fragmented */
@@ -61,6 +62,9 @@ ETC_NET_LAYER("tcp");
 #define READ_CHUNK (32u << 10)   /* T6: what a poll reads of a peer at once (or a frame's rest) */
 #define PLACE_HEAD 64             /* N11: the most of a message's head a peer keeps */
 #define NET_BYE 0xFFFFu          /* T4: "I am done": the EOF that follows is no loss */
+#define NET_PUT 0xFFFEu          /* T11: a block's header; its bytes follow the frame */
+#define PLACE_SPIN 1e-3          /* T11: an idle node receiving a block spins while it comes */
+#define PUT_CHUNK (512u << 10)   /* T11: what one sendmsg writes of a block at most */
 #define POLL_INTERVAL 20e-6      /* F4: at thread boundaries, poll at most this often */
 #define NUDGE_LOOK 10e-3         /* T6: how often the watcher looks for output a long thread holds */
 #define NUDGE_LOOK_IDLE 0.2      /* ... and while the node sleeps */
@@ -77,6 +81,14 @@ typedef struct {
     unsigned char secret[SECRET_BYTES];
 } handshake;
 
+/* T11: the body of a NET_PUT frame: where the n bytes that follow the frame
+ * go, and the type of the message (the rest of the body) delivered once they
+ * are there. */
+typedef struct {
+    uint64_t dst, n;
+    uint16_t type, pad[3];
+} put_hdr;
+
 typedef struct {
     int fd;
     int bye;    /* it said goodbye: its EOF is expected, sends to it are dropped */
@@ -85,11 +97,14 @@ typedef struct {
     size_t retry_at; /* ... or until this much waits for it (T5) */
     etc_wire_buf in;
     etc_frag_in frag;
-    /* N11: a big message whose rest is being received where the core said */
+    /* N11: a big message whose rest is being received where the core said, or
+     * T11: a block being received where its header said */
     unsigned char *place; /* where its next bytes go (NULL: none is) */
     size_t place_left;    /* bytes still to come */
     size_t place_len, place_at;
     int place_type;
+    int place_put;  /* T11: a block; then its message is place_head's first place_at bytes */
+    int place_drop; /* T11 while finishing (N7): its bytes are read and dropped */
     int head_next; /* the frame after it may be the next piece: read its head alone */
     unsigned char place_head[PLACE_HEAD]; /* its first place_at bytes */
     char addr[80];
@@ -122,6 +137,7 @@ static struct {
     _Atomic unsigned long flushes;  /* flush_all calls, for the watcher (T6) */
     int polling;
     etc_gate gate;    /* polling at thread boundaries */
+    double place_progress_at; /* T11: when bytes of a block last came */
 } tcp;
 
 /* ---------------------------------------------------------------- small helpers */
@@ -401,12 +417,30 @@ static void nudge_if_stuck(void)
 
 /* ---------------------------------------------------------------- sending */
 
-/* T5: a big message (a block move's piece) is written from where it is when
- * nothing waits before it for that peer: copying it into the buffer first cost
- * a quarter of a block move's time. What the socket does not take now is
- * copied, as any message is. Returns 0 when it cannot (then it is coalesced). */
-static __attribute__((noinline)) int send_direct(int dest, int type, const void *a,
-                                                 size_t alen, const void *b, size_t blen)
+/* The bytes of iov past its first `done`, queued for dest as bytes of the
+ * stream (after what waits already). */
+static void keep_rest(int dest, const struct iovec *iov, int niov, size_t done)
+{
+    etc_wire_buf *w = &tcp.out.out[dest];
+    size_t rest = 0;
+    for (int i = 0; i < niov; i++)
+        rest += iov[i].iov_len;
+    etc_wire_reserve(w, rest - done);
+    for (int i = 0; i < niov; i++) {
+        size_t skip = done < iov[i].iov_len ? done : iov[i].iov_len;
+        done -= skip;
+        memcpy(w->buf + w->len, (const char *)iov[i].iov_base + skip, iov[i].iov_len - skip);
+        w->len += iov[i].iov_len - skip;
+    }
+    tcp.peers[dest].retry_at = etc_wire_pending(w) + FLUSH_AT;
+    tcp.out.pending = 1;
+}
+
+/* T5: big bytes (a block, a big message) are written from where they are when
+ * nothing waits before them for that peer: copying them into the buffer first
+ * cost a quarter of a block move's time. What the socket does not take now is
+ * copied, as any message is. Returns 0 when it cannot (nothing is written). */
+static __attribute__((noinline)) int write_direct(int dest, struct iovec *iov, int niov)
 {
     peer *p = &tcp.peers[dest];
     etc_wire_buf *w = &tcp.out.out[dest];
@@ -416,9 +450,10 @@ static __attribute__((noinline)) int send_direct(int dest, int type, const void 
         etc_coalesce_flush(&tcp.out, dest); /* N1: what was sent before goes first */
     if (etc_wire_pending(w) || p->full)
         return 0;
-    etc_wire_hdr h = {(uint32_t)(alen + blen), (uint16_t)type, 0};
-    struct iovec iov[3] = {{&h, sizeof h}, {(void *)a, alen}, {(void *)b, blen}};
-    struct msghdr mh = {.msg_iov = iov, .msg_iovlen = 3};
+    size_t total = 0;
+    for (int i = 0; i < niov; i++)
+        total += iov[i].iov_len;
+    struct msghdr mh = {.msg_iov = iov, .msg_iovlen = (size_t)niov};
     ssize_t k;
     do
         k = sendmsg(p->fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
@@ -428,20 +463,21 @@ static __attribute__((noinline)) int send_direct(int dest, int type, const void 
             lost(dest);
         return 1; /* it finished: what it has not read is of no use to it */
     }
-    size_t done = k > 0 ? (size_t)k : 0, rest = sizeof h + alen + blen - done;
-    if (!rest)
+    size_t done = k > 0 ? (size_t)k : 0;
+    if (done == total)
         return 1;
-    etc_wire_reserve(w, rest);
-    for (int i = 0; i < 3; i++) { /* the part not sent, as bytes of the stream */
-        size_t skip = done < iov[i].iov_len ? done : iov[i].iov_len;
-        done -= skip;
-        memcpy(w->buf + w->len, (const char *)iov[i].iov_base + skip, iov[i].iov_len - skip);
-        w->len += iov[i].iov_len - skip;
-    }
     p->full = 1;
-    p->retry_at = rest + FLUSH_AT;
-    tcp.out.pending = 1;
+    keep_rest(dest, iov, niov, done);
     return 1;
+}
+
+/* A big message written from where it is (T5); 0: it is to be coalesced. */
+static int send_direct(int dest, int type, const void *a, size_t alen, const void *b,
+                       size_t blen)
+{
+    etc_wire_hdr h = {(uint32_t)(alen + blen), (uint16_t)type, 0};
+    struct iovec iov[3] = {{&h, sizeof h}, {(void *)a, alen}, {(void *)b, blen}};
+    return write_direct(dest, iov, 3);
 }
 
 void etc_net_send(int dest, int type, const void *a, size_t alen, const void *b, size_t blen)
@@ -509,20 +545,64 @@ int etc_net_write_remote(int node, void *remote_dst, const void *local_src, size
     return -1;
 }
 
+/* T11: a block is one NET_PUT frame and its n bytes, written from where they
+ * are, PUT_CHUNK a sendmsg: as pieces of 256 KiB, each a frame and a sendmsg of
+ * its own, the receiver waited at every piece for the first 64 KiB of the next
+ * to be copied in; in one sendmsg, a block of megabytes waited for the kernel's
+ * forced pushes. A small block (coalesced with other messages), or one that
+ * cannot be written now (output waits before it), goes as messages. */
 int etc_net_put(int dest, void *remote_dst, const void *src, size_t n, int type, const void *a,
                 size_t alen)
 {
-    (void)dest;
-    (void)remote_dst;
-    (void)src;
-    (void)n;
-    (void)type;
-    (void)a;
-    (void)alen;
-    return -1; /* block moves travel as messages (T5 writes their pieces from where they are) */
+    peer *p = &tcp.peers[dest];
+    if (n < DIRECT_AT || alen > PLACE_HEAD || type <= 0 || type >= (int)ETC_NET_TYPES)
+        return -1;
+    if (p->bye || p->closed)
+        return 0; /* as etc_net_send */
+    LAYER_ENTER();
+    put_hdr ph = {(uint64_t)(uintptr_t)remote_dst, n, (uint16_t)type, {0, 0, 0}};
+    etc_wire_hdr h = {(uint32_t)(sizeof ph + alen), (uint16_t)NET_PUT, 0};
+    size_t first = n < PUT_CHUNK ? n : PUT_CHUNK;
+    struct iovec iov[4] = {{&h, sizeof h}, {&ph, sizeof ph}, {(void *)a, alen},
+                           {(void *)src, first}};
+    int done = write_direct(dest, iov, 4);
+    for (size_t off = first; done && off < n; off += PUT_CHUNK) {
+        struct iovec more = {(char *)src + off, n - off < PUT_CHUNK ? n - off : PUT_CHUNK};
+        if (!write_direct(dest, &more, 1)) { /* the socket is full: the rest waits */
+            struct iovec rest = {(char *)src + off, n - off};
+            keep_rest(dest, &rest, 1, 0);
+            break;
+        }
+    }
+    LAYER_LEAVE();
+    return done ? 0 : -1;
 }
 
 /* ---------------------------------------------------------------- receiving */
+
+/* T11: a block's header arrived: its bytes go where it says (dropped while
+ * finishing, N7), its message waits in place_head until they are all there. */
+static void begin_put(int k, const unsigned char *body, size_t len)
+{
+    peer *p = &tcp.peers[k];
+    put_hdr ph;
+    if (len < sizeof ph || len - sizeof ph > PLACE_HEAD || p->frag.buf)
+        bad_frame(k, "a malformed block header");
+    memcpy(&ph, body, sizeof ph);
+    if (ph.n == 0 || ph.n > SIZE_MAX / 2 || ph.dst == 0 || ph.type == 0 ||
+        ph.type >= ETC_NET_TYPES)
+        bad_frame(k, "a malformed block header");
+    p->place_drop = tcp.finishing;
+    p->place = p->place_drop ? p->place_head : (unsigned char *)(uintptr_t)ph.dst;
+    p->place_left = (size_t)ph.n;
+    p->place_len = p->place_at = len - sizeof ph;
+    p->place_type = ph.type;
+    p->place_put = 1;
+    memcpy(p->place_head, body + sizeof ph, p->place_at);
+    tcp.place_progress_at = etc_time();
+}
+
+static int placed(int k, ssize_t r);
 
 /* Parses and delivers every complete frame in a peer's input. Nothing else
  * moves the input while this runs (handlers never poll, N5), so its cursor
@@ -551,6 +631,17 @@ static int deliver_frames(int k)
         }
         if (h.type == NET_BYE && h.len == 0) {
             p->bye = 1;
+            continue;
+        }
+        if (h.type == NET_PUT && !h.flags) { /* T11: the block's bytes follow */
+            begin_put(k, body, h.len);
+            size_t at = len - off < p->place_left ? len - off : p->place_left;
+            if (!p->place_drop)
+                memcpy(p->place, buf + off, at);
+            off += at;
+            count += placed(k, (ssize_t)at);
+            if (p->place)
+                break; /* (all the input was taken) the rest is received in place */
             continue;
         }
         if (h.type == 0 || h.type >= ETC_NET_TYPES)
@@ -594,22 +685,30 @@ static int try_place(int k)
     p->place_len = h.len;
     p->place_at = at;
     p->place_type = h.type;
+    p->place_put = p->place_drop = 0;
     etc_wire_consume(&p->in, have);
     return 1;
 }
 
-/* The bytes of a message received in place arrived (N11). */
-static void placed(int k, ssize_t r)
+/* The bytes of a message received in place arrived (N11, T11): 1 if that
+ * delivered it. */
+static int placed(int k, ssize_t r)
 {
     peer *p = &tcp.peers[k];
-    p->place += r;
+    if (!p->place_drop)
+        p->place += r;
     p->place_left -= (size_t)r;
     if (p->place_left)
-        return;
+        return 0;
     p->place = NULL;
     p->head_next = 1;
-    if (!tcp.finishing) /* N7, as deliver_frames */
+    if (tcp.finishing || p->place_drop) /* N7, as deliver_frames */
+        return 0;
+    if (p->place_put)
+        etc_deliver(k, p->place_type, p->place_head, p->place_at);
+    else
         etc_deliver_placed(k, p->place_type, p->place_head, p->place_at, p->place_len);
+    return 1;
 }
 
 static int read_peer(int k)
@@ -618,12 +717,20 @@ static int read_peer(int k)
     int count = 0;
     for (;;) {
         if (p->place || try_place(k)) {
-            ssize_t r = recv(p->fd, p->place, p->place_left, MSG_DONTWAIT);
+            unsigned char *to = p->place;
+            size_t want = p->place_left;
+            if (p->place_drop) { /* into the (empty) input buffer's room, and forgotten */
+                want = want < READ_CHUNK ? want : READ_CHUNK;
+                etc_wire_reserve(&p->in, want);
+                to = p->in.buf + p->in.len;
+            }
+            ssize_t r = recv(p->fd, to, want, MSG_DONTWAIT);
             if (r > 0) {
-                placed(k, r);
+                tcp.place_progress_at = etc_time();
+                int got = placed(k, r);
                 if (p->place)
                     continue; /* the rest is coming: read on, as in a frame begun */
-                count++;
+                count += got;
                 break;
             }
             if (r < 0 && errno == EINTR)
@@ -970,13 +1077,27 @@ _Atomic uint64_t *etc_net_boundary_word(void)
     return NULL; /* the boundary logic (flush, time-gated poll) is in the call */
 }
 
+/* T11: whether a block (or a big message, N11) is coming in place and bytes of
+ * it came lately: they come at the speed of the sender's copying, and a node
+ * that slept until each next part paid a wake-up for it. Not where the sender
+ * may need this CPU. */
+static int block_arriving(void)
+{
+    if (etc_time() - tcp.place_progress_at > PLACE_SPIN || etc_net_oversubscribed())
+        return 0;
+    for (int k = 0; k < tcp.n; k++)
+        if (tcp.peers[k].place)
+            return 1;
+    return 0;
+}
+
 void etc_net_wait(double seconds)
 {
     if (tcp.n == 1 || tcp.polling)
         return; /* N5: not from inside a handler */
     LAYER_ENTER();
     flush_all();
-    int ms = seconds < 0 ? -1 : (int)(seconds * 1000.0 + 0.999);
+    int ms = block_arriving() ? 0 : seconds < 0 ? -1 : (int)(seconds * 1000.0 + 0.999);
     tcp.polling = 1;
     atomic_store_explicit(&tcp.waiting, 1, memory_order_relaxed);
     poll_now(ms);
