@@ -283,12 +283,16 @@ def test_a_lost_control_connection_is_named(build: Builder, tmp_path: Path, end:
     left.check()
 
 
-def test_a_garbage_frame_ends_the_run(build: Builder, tmp_path: Path) -> None:
+@pytest.mark.parametrize(("fault", "why"), [("garbage", "oversized"),
+                                          ("block", "a malformed block header")])
+def test_a_garbage_frame_ends_the_run(build: Builder, tmp_path: Path, fault: str,
+                                      why: str) -> None:
     prog = build("forever.tc", target="tcp")
     left = Leftovers(prog, tmp_path)
-    proc = run(prog, nodes=2, env={**left.env, "ETC_TCP_FAULT": "garbage"}, timeout=30)
+    proc = run(prog, nodes=2, env={**left.env, "ETC_TCP_FAULT": fault}, timeout=30)
     assert proc.returncode == 1
     assert "etc: error: node 0: bad frame from node 1" in proc.stderr, proc.stderr
+    assert why in proc.stderr, proc.stderr
     left.check()
 
 

@@ -586,7 +586,8 @@ static void begin_put(int k, const unsigned char *body, size_t len)
 {
     peer *p = &tcp.peers[k];
     put_hdr ph;
-    if (len < sizeof ph || len - sizeof ph > PLACE_HEAD || p->frag.buf)
+    /* (while finishing, fragments are skipped unassembled, N7) */
+    if (len < sizeof ph || len - sizeof ph > PLACE_HEAD || (p->frag.buf && !tcp.finishing))
         bad_frame(k, "a malformed block header");
     memcpy(&ph, body, sizeof ph);
     if (ph.n == 0 || ph.n > SIZE_MAX / 2 || ph.dst == 0 || ph.type == 0 ||
@@ -1324,17 +1325,27 @@ static void accept_peers(double deadline)
 }
 
 /* A test hook: ETC_TCP_FAULT=garbage makes this node send node 0 a frame no
- * node would send, to exercise the receiver's checks. */
+ * node would send, ETC_TCP_FAULT=block a block header (T11) of no bytes, to
+ * exercise the receiver's checks. */
 static void inject_fault(void)
 {
     const char *f = getenv("ETC_TCP_FAULT");
-    if (!f || strcmp(f, "garbage") != 0 || tcp.me == 0)
+    if (!f || tcp.me == 0)
         return;
+    put_hdr ph = {0x1000, 0, 1, {0, 0, 0}};
     etc_wire_hdr h = {0xFFFFFFF0u, 0x7777, 0};
+    if (strcmp(f, "block") == 0)
+        h = (etc_wire_hdr){sizeof ph, (uint16_t)NET_PUT, 0};
+    else if (strcmp(f, "garbage") != 0)
+        return;
     etc_wire_buf *b = &tcp.out.out[0];
-    etc_wire_reserve(b, sizeof h);
+    etc_wire_reserve(b, sizeof h + sizeof ph);
     memcpy(b->buf + b->len, &h, sizeof h);
     b->len += sizeof h;
+    if (h.type == NET_PUT) {
+        memcpy(b->buf + b->len, &ph, sizeof ph);
+        b->len += sizeof ph;
+    }
     tcp.out.pending = 1;
 }
 
