@@ -580,6 +580,21 @@ int etc_net_put(int dest, void *remote_dst, const void *src, size_t n, int type,
 
 /* ---------------------------------------------------------------- receiving */
 
+/* Peer p's next `left` bytes go to `place` (N11, T11); the message's head (a
+ * block's message, T11) waits in place_head until they are all there. */
+static void start_place(peer *p, unsigned char *place, size_t left, size_t len,
+                        const unsigned char *head, size_t at, int type, int put)
+{
+    memcpy(p->place_head, head, at);
+    p->place = place;
+    p->place_left = left;
+    p->place_len = len;
+    p->place_at = at;
+    p->place_type = type;
+    p->place_put = put;
+    p->place_drop = put && tcp.finishing;
+}
+
 /* T11: a block's header arrived: its bytes go where it says (dropped while
  * finishing, N7), its message waits in place_head until they are all there. */
 static void begin_put(int k, const unsigned char *body, size_t len)
@@ -593,13 +608,10 @@ static void begin_put(int k, const unsigned char *body, size_t len)
     if (ph.n == 0 || ph.n > SIZE_MAX / 2 || ph.dst == 0 || ph.type == 0 ||
         ph.type >= ETC_NET_TYPES)
         bad_frame(k, "a malformed block header");
-    p->place_drop = tcp.finishing;
-    p->place = p->place_drop ? p->place_head : (unsigned char *)(uintptr_t)ph.dst;
-    p->place_left = (size_t)ph.n;
-    p->place_len = p->place_at = len - sizeof ph;
-    p->place_type = ph.type;
-    p->place_put = 1;
-    memcpy(p->place_head, body + sizeof ph, p->place_at);
+    /* (dropped: place only marks a block begun; its bytes go to the input's room) */
+    unsigned char *place = tcp.finishing ? p->place_head : (unsigned char *)(uintptr_t)ph.dst;
+    start_place(p, place, (size_t)ph.n, len - sizeof ph, body + sizeof ph, len - sizeof ph,
+                ph.type, 1);
     tcp.place_progress_at = etc_time();
 }
 
@@ -679,14 +691,8 @@ static int try_place(int k)
     unsigned char *place = etc_deliver_place(k, h.type, body, got, h.len, &at);
     if (!place || at > got || at > sizeof p->place_head)
         return 0;
-    memcpy(p->place_head, body, at);
     memcpy(place, body + at, got - at);
-    p->place = place + (got - at);
-    p->place_left = h.len - got;
-    p->place_len = h.len;
-    p->place_at = at;
-    p->place_type = h.type;
-    p->place_put = p->place_drop = 0;
+    start_place(p, place + (got - at), h.len - got, h.len, body, at, h.type, 0);
     etc_wire_consume(&p->in, have);
     return 1;
 }
