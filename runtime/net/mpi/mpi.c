@@ -4,13 +4,12 @@
  *
  * Messages (docs/protocols.md P1-P10) are the frames of net/common/wire.h,
  * coalesced per destination exactly as on tcp (F2) and fragmented above 256
- * KiB (F3); a destination's buffer of up to 1 KiB is sent by MPI_Send, a
- * bigger one handed whole to MPI_Isend (no copy), coming back to a pool when
- * the send completes (MPI's order holds across both kinds of send). Every
- * node keeps a ring of persistent receives posted from any source on its own
- * duplicate of MPI_COMM_WORLD, each big enough for the largest buffer a sender
- * hands over, and handles them in the order they were posted: MPI matches a
- * source's messages to receives in posting order, so per-pair order holds (N1).
+ * KiB (F3); a destination's buffer is handed whole to MPI_Isend (no copy) and
+ * comes back to a pool when the send completes. Every node keeps a ring of
+ * persistent receives posted from any source on its own duplicate of
+ * MPI_COMM_WORLD, each big enough for the largest buffer a sender hands over,
+ * and handles them in the order they were posted: MPI matches a source's
+ * messages to receives in posting order, so per-pair order holds (N1).
  * A block of 64 KiB or more goes by rendezvous (P10): a header frame in order
  * with the others, the data by an MPI_Isend of its own, which the receiver
  * matches with a receive straight into the destination address; from the
@@ -87,10 +86,6 @@ ETC_NET_LAYER("mpi");
 /* P1: the most a buffer can hold when handed over: just under FLUSH_AT, then
  * one more frame of the largest body */
 #define CHUNK (FLUSH_AT + MAX_MESSAGE + sizeof(etc_wire_hdr))
-/* P1: buffers up to this size go by MPI_Send: far below any MPI's eager limit,
- * such a send is over once MPI has copied it (it never waits for the receiver),
- * and it leaves no request to test */
-#define SEND_AT_ONCE 1024u
 #define RECVS 8                  /* P2: receives kept posted */
 #define POOL 16                  /* spare send buffers kept */
 #define NET_BYE 0xFFFFu          /* P5: "I am done": nothing more comes from me */
@@ -188,9 +183,8 @@ static void bad_frame(int k, const char *why)
 
 /* ---------------------------------------------------------------- sending */
 
-/* The coalescing buffers' taker (F2, P1): a small buffer goes to MPI_Send and
- * stays; a bigger one goes to MPI_Isend as it is, and an empty one from the pool
- * takes its place. */
+/* The coalescing buffers' taker (F2, P1): dest's buffer goes to MPI_Isend as
+ * it is; an empty one from the pool takes its place. */
 static void take_buffer(void *ctx, int dest, etc_wire_buf *b)
 {
     (void)ctx;
@@ -198,12 +192,6 @@ static void take_buffer(void *ctx, int dest, etc_wire_buf *b)
     if (len > CHUNK)
         etc_fatal("internal error: a send buffer of %zu bytes for node %d (at most %zu)", len,
                   dest, (size_t)CHUNK);
-    if (len <= SEND_AT_ONCE) {
-        check(MPI_Send(b->buf + b->off, (int)len, MPI_BYTE, dest, TAG, mpi.comm), "MPI_Send",
-              dest);
-        b->off = b->len = b->last = 0;
-        return;
-    }
     if (mpi.ntx == mpi.tx_cap) {
         mpi.tx_cap = mpi.tx_cap ? 2 * mpi.tx_cap : 16;
         mpi.tx = etc_xrealloc(mpi.tx, (size_t)mpi.tx_cap * sizeof *mpi.tx);
