@@ -71,6 +71,10 @@ int main(int argc, char **argv)
     char *buf = malloc(bytes ? bytes : 1), *in = malloc(bytes ? bytes : 1);
     double *batch_at = malloc((size_t)(count / BATCH + 1) * sizeof *batch_at);
     long batches = 0;
+    if (!buf || !in || !batch_at) {
+        fprintf(stderr, "mpi_pingpong: out of memory\n");
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    }
     memset(buf, 1, bytes);
     int polled = strcmp(argv[1], "polled") == 0;
     int ping = polled || strcmp(argv[1], "pingpong") == 0;
