@@ -216,8 +216,11 @@ def bench(quick: bool) -> Section:
     def ratio(mine: list[list[float]], base: list[list[float]], k: int) -> float:
         return median_of([a[k] / b[k] for a, b in zip(mine, base, strict=True)])
 
+    def ns(runs: list[list[float]], k: int) -> float:
+        return median_of([r[k] for r in runs])
+
     def us(runs: list[list[float]], k: int) -> float:
-        return median_of([r[k] for r in runs]) / 1e3
+        return ns(runs, k) / 1e3
 
     r_rtt, r_polled = ratio(rtt, raw_rtt, 1), ratio(rtt, polled, 1)
     r_rtt_mean, r_polled_mean = ratio(rtt, raw_rtt, 0), ratio(rtt, polled, 0)
@@ -256,11 +259,10 @@ def bench(quick: bool) -> Section:
     sec.add(*lines, "")
     lines, started = startup(quick)
     sec.add(*lines, "")
-    sec.data = {"sync_rtt_ns": us(rtt, 0) * 1e3, "mpi_pingpong_ns": us(raw_rtt, 0) * 1e3,
-                "mpi_polled_pingpong_ns": us(polled, 0) * 1e3,
-                "sync_rtt_batch_ns": us(rtt, 1) * 1e3,
-                "mpi_pingpong_batch_ns": us(raw_rtt, 1) * 1e3,
-                "mpi_polled_pingpong_batch_ns": us(polled, 1) * 1e3,
+    sec.data = {"sync_rtt_ns": ns(rtt, 0), "mpi_pingpong_ns": ns(raw_rtt, 0),
+                "mpi_polled_pingpong_ns": ns(polled, 0), "sync_rtt_batch_ns": ns(rtt, 1),
+                "mpi_pingpong_batch_ns": ns(raw_rtt, 1),
+                "mpi_polled_pingpong_batch_ns": ns(polled, 1),
                 "sync_pipe_ns": median_of(pipe),
                 "blkmov_1mib_mbs": median_of(blk),
                 "mpi_send_1mib_mbs": median_of(raw_bw), "fib32_mpi_s": t_mpi,
