@@ -570,7 +570,11 @@ static void sleep_for(double s)
 }
 
 /* P4: spin (not when oversubscribed), then sleep in doubling steps, until a
- * receive completes or the time is up. MPI has no wait that sleeps. */
+ * receive completes or the time is up. MPI has no wait that sleeps. While a
+ * block is out from a copy (P10) the steps stay short, and when its receiver
+ * takes it they start again from the spin: its answer is likely on its way, and
+ * a reply that found this node deep in a sleep would make the receiver late for
+ * the next block's "ready" too, so that each block after it went by copy. */
 void etc_net_wait(double seconds)
 {
     if (mpi.n == 1 || mpi.polling)
@@ -583,9 +587,14 @@ void etc_net_wait(double seconds)
     for (;;) {
         if (head_done())
             return;
+        int puts = mpi.puts_out;
         if (mpi.ntx)
             reap_sends();
         now = etc_time();
+        if (mpi.puts_out < puts) { /* P10: its receiver has just taken a block */
+            spin_end = now + (mpi.oversubscribed ? 0 : SPIN_SECONDS);
+            step = mpi.sleep_min;
+        }
         if (end >= 0 && now >= end)
             return;
         if (now < spin_end)
@@ -594,6 +603,8 @@ void etc_net_wait(double seconds)
         if (end >= 0 && end - now < s)
             s = end - now;
         sleep_for(s);
+        if (mpi.puts_out)
+            continue;
         step *= mpi.sleep_growth;
         if (step > mpi.sleep_max)
             step = mpi.sleep_max;
