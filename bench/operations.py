@@ -336,8 +336,9 @@ def remote_table(target: str, quick: bool) -> Section:
         results[f"blkmov {size}"] = rem[1]
         results[f"memcpy {size}"] = mem[1]
     sec.add("**Block moves (Table 6.4)**: BLKMOV_SYNC of one block from node 1 (remote) or "
-            "this node (local) into this node, one at a time, from a global array; memcpy of "
-            "the same size in the same program is the baseline (its source is hot in cache, so "
+            "this node (local) into this node, one at a time after an untimed one, from a "
+            "global array; memcpy of the same size in the same program is the baseline (its "
+            "source is hot in cache, so "
             f"it is an upper bound). Thesis: {T64['local']} MB/s local, {T64['remote']} MB/s "
             "remote."
             + (" On smp also from a block node 1 malloc'ed, as is (its heap is shared memory "
