@@ -222,8 +222,16 @@ def bench(quick: bool) -> Section:
     def us(runs: list[list[float]], k: int) -> float:
         return ns(runs, k) / 1e3
 
+    # Whole runs fall into a fast or a slow mode of this machine (the raw
+    # ping-pong alone reads about 450 or 1,100 ns in consecutive runs), each
+    # program independently, so a pair may mix modes; each program's lower
+    # quartile is its fast mode.
+    def fast_ns(runs: list[list[float]]) -> float:
+        return sorted(r[1] for r in runs)[len(runs) // 4]
+
     r_rtt, r_polled = ratio(rtt, raw_rtt, 1), ratio(rtt, polled, 1)
     r_rtt_mean, r_polled_mean = ratio(rtt, raw_rtt, 0), ratio(rtt, polled, 0)
+    r_rtt_fast = fast_ns(rtt) / fast_ns(raw_rtt)
     r_blk = median_of([a / b for a, b in zip(blk, raw_bw, strict=True)])
     m_pipe = 1e3 / median_of(pipe)
     t_mpi, t_smp = median_of(f_mpi), median_of(f_smp)
@@ -240,6 +248,8 @@ def bench(quick: bool) -> Section:
          us(rtt, 1), us(raw_rtt, 1), r_rtt],
         ["sync round trip (µs) vs the same ping-pong polled (MPI_Isend, a receive posted "
          "ahead, MPI_Test), median batch", us(rtt, 1), us(polled, 1), r_polled],
+        ["the first, each program's lower quartile of its median batches (its runs in "
+         "the machine's fast mode)", fast_ns(rtt) / 1e3, fast_ns(raw_rtt) / 1e3, r_rtt_fast],
         ["the same two, mean of all 20,000: vs MPI ping-pong", us(rtt, 0), us(raw_rtt, 0),
          r_rtt_mean],
         ["... vs the ping-pong polled", us(rtt, 0), us(polled, 0), r_polled_mean],
@@ -250,7 +260,8 @@ def bench(quick: bool) -> Section:
         ["fib(32), 2 nodes: mpi vs smp (s)", t_mpi, t_smp, t_mpi / t_smp],
     ]))
     sec.add(f"Goals (issue 17): round trip within 1.3x of MPI's: **{r_rtt:.2f}x** "
-            f"({'met' if r_rtt <= 1.3 else 'not met'}; mean of all {r_rtt_mean:.2f}x); "
+            f"({'met' if r_rtt <= 1.3 else 'not met'}; mean of all {r_rtt_mean:.2f}x; in the "
+            f"machine's fast mode {r_rtt_fast:.2f}x); "
             f"pipelined syncs over 5 M/s: "
             f"**{m_pipe:.1f} M/s** ({'met' if m_pipe > 5 else 'not met'}); 1 MiB block moves "
             f"at least 0.7 of MPI_Send: **{r_blk:.2f}** ({'met' if r_blk >= 0.7 else 'not met'});"
@@ -264,6 +275,7 @@ def bench(quick: bool) -> Section:
                 "mpi_polled_pingpong_ns": ns(polled, 0), "sync_rtt_batch_ns": ns(rtt, 1),
                 "mpi_pingpong_batch_ns": ns(raw_rtt, 1),
                 "mpi_polled_pingpong_batch_ns": ns(polled, 1),
+                "sync_rtt_fast_ns": fast_ns(rtt), "mpi_pingpong_fast_ns": fast_ns(raw_rtt),
                 "sync_pipe_ns": median_of(pipe),
                 "blkmov_1mib_mbs": median_of(blk),
                 "mpi_send_1mib_mbs": median_of(raw_bw), "fib32_mpi_s": t_mpi,
