@@ -571,10 +571,11 @@ static void sleep_for(double s)
 
 /* P4: spin (not when oversubscribed), then sleep in doubling steps, until a
  * receive completes or the time is up. MPI has no wait that sleeps. While a
- * block is out from a copy (P10) the steps stay short, and when its receiver
- * takes it they start again from the spin: its answer is likely on its way, and
- * a reply that found this node deep in a sleep would make the receiver late for
- * the next block's "ready" too, so that each block after it went by copy. */
+ * block is out from a copy (P10) the steps stay short, and when its send
+ * completes (the receiver has it) they start again from the spin: its answer is
+ * likely on its way, and a reply that found this node deep in a sleep would make
+ * the receiver late for the next block's "ready" too, so that each block after
+ * it went by copy. */
 void etc_net_wait(double seconds)
 {
     if (mpi.n == 1 || mpi.polling)
@@ -587,11 +588,11 @@ void etc_net_wait(double seconds)
     for (;;) {
         if (head_done())
             return;
-        int puts = mpi.puts_out;
+        int puts_before = mpi.puts_out;
         if (mpi.ntx)
             reap_sends();
         now = etc_time();
-        if (mpi.puts_out < puts) { /* P10: its receiver has just taken a block */
+        if (mpi.puts_out < puts_before) { /* P10: a block's copy has been sent */
             spin_end = now + (mpi.oversubscribed ? 0 : SPIN_SECONDS);
             step = mpi.sleep_min;
         }
