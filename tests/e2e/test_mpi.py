@@ -185,6 +185,84 @@ def test_idle_ranks_leave_the_cpu_to_busy_ones(build: Builder, tmp_path: Path) -
     assert idle < 0.2 * cpu[0], f"idle ranks used {idle:.2f} s of CPU, node 0 {cpu[0]:.2f} s"
 
 
+def test_a_block_waiting_for_a_long_thread_leaves_its_sender_idle(build: Builder,
+                                                                  tmp_path: Path) -> None:
+    # node 0 moves 1 MiB into node 1 while node 1 computes for 1 s in one long thread:
+    # the move goes from a copy (P10), and node 0 is idle until node 1 takes it. It
+    # sleeps as any idle rank (P4) until node 1's "ready" (measured: 3.2-3.4% of a
+    # CPU); it used to wake every 20 us for as long as the copy was out (15-22%)
+    src = tmp_path / "put_to_busy.tc"
+    src.write_text(PUT_TO_BUSY)
+    proc = run(build(src, target="mpi"), "1.0", nodes=2, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert "block arrived whole" in proc.stdout.splitlines(), proc.stdout
+    share = re.search(r"^node 0 idle: ([\d.]+)% CPU$", proc.stdout, re.M)
+    assert share and float(share[1]) < 10, proc.stdout
+
+
+PUT_TO_BUSY = """#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+char blk[1 << 20];
+double cpu0, wall0, cpu_share;
+
+static double process_cpu(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+THREADED busy(SPTR done, double seconds)
+{
+    etc_delay(seconds);
+    RSYNC(done);
+    END_FUNCTION();
+}
+
+THREADED check(SPTR done)
+{
+    size_t i;
+    for (i = 0; i < sizeof blk && blk[i] == (char)(i * 7); i++)
+        ;
+    if (i == sizeof blk)
+        printf("block arrived whole\\n");
+    else
+        printf("block differs at byte %zu\\n", i);
+    RSYNC(done);
+    END_FUNCTION();
+}
+
+THREADED MAIN(int argc, char **argv)
+{
+    SLOT SYNC_SLOTS[3];
+    size_t i;
+    INIT_SYNC(0, 2, 2, 2);
+    INIT_SYNC(1, 1, 1, 1);
+    INIT_SYNC(2, 1, 1, 3);
+    INVOKE(1, busy, SLOT_ADR(0), atof(argv[1]));
+    SYNC(1);
+    END_THREAD();
+THREAD_1:
+    for (i = 0; i < sizeof blk; i++)
+        blk[i] = (char)(i * 7);
+    etc_delay(0.02); /* node 1 is in its long thread */
+    cpu0 = process_cpu();
+    wall0 = etc_time();
+    BLKMOV_SYNC(TO_GLOBAL(blk), MAKE_GPTR(1, blk), sizeof blk, 0);
+    END_THREAD();
+THREAD_2:
+    cpu_share = 100 * (process_cpu() - cpu0) / (etc_time() - wall0);
+    INVOKE(1, check, SLOT_ADR(2));
+    END_THREAD();
+THREAD_3:
+    printf("node 0 idle: %.1f%% CPU\\n", cpu_share);
+    END_FUNCTION();
+}
+"""
+
+
 BUSY0 = """#include <stdio.h>
 #include <time.h>
 

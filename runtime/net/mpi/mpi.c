@@ -115,11 +115,12 @@ typedef struct {
 typedef enum {
     SENT_FRAMES, /* a send of frames: b is the buffer */
     SENT_COPY,   /* P10: a send of a block from its copy: b is the copy */
-    SENT_SIGNAL  /* P10: a "ready" sent, or one awaited: b is empty */
+    SENT_SIGNAL  /* P10: a "ready" sent: b is empty */
 } sent_what;
 
 typedef struct {
     MPI_Request req;
+    MPI_Request ready; /* SENT_COPY: its "ready" awaited (MPI_REQUEST_NULL once in) */
     etc_wire_buf b;
     sent_what what;
 } send_slot;
@@ -155,6 +156,7 @@ static struct {
     etc_wire_buf copies[COPIES]; /* P10: spare buffers for copies of blocks */
     int ncopies;
     int puts_out;  /* P10: rendezvous data sends not completed yet */
+    int puts_moving; /* ... of which the receiver is taking (its "ready" came) */
     int *put_tag;  /* per destination: the tag of its last rendezvous */
     int tag_span;  /* P10: data tags are FIRST_DATA_TAG + [0, span), "ready" tags span more */
     etc_frag_in *frag; /* per source */
@@ -197,6 +199,7 @@ static void take_buffer(void *ctx, int dest, etc_wire_buf *b)
         mpi.tx = etc_xrealloc(mpi.tx, (size_t)mpi.tx_cap * sizeof *mpi.tx);
     }
     send_slot *s = &mpi.tx[mpi.ntx];
+    s->ready = MPI_REQUEST_NULL;
     s->b = *b;
     s->what = SENT_FRAMES;
     check(MPI_Isend(s->b.buf + s->b.off, (int)len, MPI_BYTE, dest, TAG, mpi.comm, &s->req),
@@ -206,15 +209,20 @@ static void take_buffer(void *ctx, int dest, etc_wire_buf *b)
     b->off = b->len = b->last = 0; /* (a pooled buffer's frames were sent: F5) */
 }
 
-/* Completed sends give their buffers back; returns how many are still out. */
+/* Completed sends give their buffers back (a block's copy once its "ready" has
+ * come too: no receive of ours is left behind); returns how many are still out. */
 static int reap_sends(void)
 {
-    int j = 0;
+    int j = 0, moving = 0;
     for (int i = 0; i < mpi.ntx; i++) {
-        int done = 0;
-        check(MPI_Test(&mpi.tx[i].req, &done, MPI_STATUS_IGNORE), "MPI_Test of a send", -1);
-        if (!done) {
-            mpi.tx[j++] = mpi.tx[i];
+        send_slot *s = &mpi.tx[i];
+        int done = 0, came = 1;
+        check(MPI_Test(&s->req, &done, MPI_STATUS_IGNORE), "MPI_Test of a send", -1);
+        if (s->what == SENT_COPY && s->ready != MPI_REQUEST_NULL)
+            check(MPI_Test(&s->ready, &came, MPI_STATUS_IGNORE), "MPI_Test of a ready", -1);
+        if (!done || !came) {
+            moving += s->what == SENT_COPY && came;
+            mpi.tx[j++] = *s;
             continue;
         }
         etc_wire_buf b = mpi.tx[i].b;
@@ -234,6 +242,7 @@ static int reap_sends(void)
         }
     }
     mpi.ntx = j;
+    mpi.puts_moving = moving;
     return j;
 }
 
@@ -302,6 +311,7 @@ static send_slot *new_send_slot(void)
         mpi.tx = etc_xrealloc(mpi.tx, (size_t)mpi.tx_cap * sizeof *mpi.tx);
     }
     send_slot *s = &mpi.tx[mpi.ntx++];
+    s->ready = MPI_REQUEST_NULL;
     s->b = (etc_wire_buf){0};
     s->what = SENT_SIGNAL;
     return s;
@@ -354,8 +364,8 @@ int etc_net_put(int dest, void *remote_dst, const void *src, size_t n, int type,
         }
         return 0;
     }
-    new_send_slot()->req = ready; /* it comes when the receiver gets to the header */
     send_slot *s = new_send_slot();
+    s->ready = ready; /* it comes when the receiver gets to the header */
     s->b = copy_buffer(n);
     s->what = SENT_COPY;
     memcpy(s->b.buf, src, n);
@@ -570,12 +580,12 @@ static void sleep_for(double s)
 }
 
 /* P4: spin (not when oversubscribed), then sleep in doubling steps, until a
- * receive completes or the time is up. MPI has no wait that sleeps. While a
- * block is out from a copy (P10) the steps stay short, and when its send
- * completes (the receiver has it) they start again from the spin: its answer is
- * likely on its way, and a reply that found this node deep in a sleep would make
- * the receiver late for the next block's "ready" too, so that each block after
- * it went by copy. */
+ * receive completes or the time is up. MPI has no wait that sleeps. While the
+ * receiver takes a block from its copy (P10) the steps stay short, and when the
+ * copy's send completes they start again from the spin: its answer is likely on
+ * its way, and a reply that found this node deep in a sleep would make the
+ * receiver late for the next block's "ready" too, so that each block after it
+ * went by copy. */
 void etc_net_wait(double seconds)
 {
     if (mpi.n == 1 || mpi.polling)
@@ -600,11 +610,11 @@ void etc_net_wait(double seconds)
             return;
         if (now < spin_end)
             continue;
-        double s = mpi.puts_out ? SLEEP_MIN : step; /* P10: the receiver may need us */
+        double s = mpi.puts_moving ? SLEEP_MIN : step; /* P10: the receiver may need us */
         if (end >= 0 && end - now < s)
             s = end - now;
         sleep_for(s);
-        if (mpi.puts_out)
+        if (mpi.puts_moving)
             continue;
         step *= mpi.sleep_growth;
         if (step > mpi.sleep_max)
