@@ -155,7 +155,7 @@ static struct {
     int npool;
     etc_wire_buf copies[COPIES]; /* P10: spare buffers for copies of blocks */
     int ncopies;
-    int puts_out;  /* P10: rendezvous data sends not completed yet */
+    int puts_out;  /* P10: copies of blocks held: their send or their "ready" pending */
     int puts_moving; /* ... of which the receiver is taking (its "ready" came) */
     int *put_tag;  /* per destination: the tag of its last rendezvous */
     int tag_span;  /* P10: data tags are FIRST_DATA_TAG + [0, span), "ready" tags span more */
@@ -582,10 +582,10 @@ static void sleep_for(double s)
 /* P4: spin (not when oversubscribed), then sleep in doubling steps, until a
  * receive completes or the time is up. MPI has no wait that sleeps. While the
  * receiver takes a block from its copy (P10) the steps stay short, and when the
- * copy's send completes they start again from the spin: its answer is likely on
- * its way, and a reply that found this node deep in a sleep would make the
- * receiver late for the next block's "ready" too, so that each block after it
- * went by copy. */
+ * copy is done with (sent, its "ready" in) they start again from the spin: the
+ * receiver's answer is likely on its way, and one that found this node deep in a
+ * sleep would make the receiver late for the next block's "ready" too, so that
+ * each block after it went by copy. */
 void etc_net_wait(double seconds)
 {
     if (mpi.n == 1 || mpi.polling)
@@ -602,7 +602,7 @@ void etc_net_wait(double seconds)
         if (mpi.ntx)
             reap_sends();
         now = etc_time();
-        if (mpi.puts_out < puts_before) { /* P10: a block's copy has been sent */
+        if (mpi.puts_out < puts_before) { /* P10: a copy done with: sent, ready in */
             spin_end = now + (mpi.oversubscribed ? 0 : SPIN_SECONDS);
             step = mpi.sleep_min;
         }
