@@ -185,6 +185,20 @@ static void bad_frame(int k, const char *why)
 
 /* ---------------------------------------------------------------- sending */
 
+/* A request to test in reap_sends: a slot of mpi.tx. */
+static send_slot *new_send_slot(void)
+{
+    if (mpi.ntx == mpi.tx_cap) {
+        mpi.tx_cap = mpi.tx_cap ? 2 * mpi.tx_cap : 16;
+        mpi.tx = etc_xrealloc(mpi.tx, (size_t)mpi.tx_cap * sizeof *mpi.tx);
+    }
+    send_slot *s = &mpi.tx[mpi.ntx++];
+    s->ready = MPI_REQUEST_NULL;
+    s->b = (etc_wire_buf){0};
+    s->what = SENT_SIGNAL;
+    return s;
+}
+
 /* The coalescing buffers' taker (F2, P1): dest's buffer goes to MPI_Isend as
  * it is; an empty one from the pool takes its place. */
 static void take_buffer(void *ctx, int dest, etc_wire_buf *b)
@@ -194,17 +208,11 @@ static void take_buffer(void *ctx, int dest, etc_wire_buf *b)
     if (len > CHUNK)
         etc_fatal("internal error: a send buffer of %zu bytes for node %d (at most %zu)", len,
                   dest, (size_t)CHUNK);
-    if (mpi.ntx == mpi.tx_cap) {
-        mpi.tx_cap = mpi.tx_cap ? 2 * mpi.tx_cap : 16;
-        mpi.tx = etc_xrealloc(mpi.tx, (size_t)mpi.tx_cap * sizeof *mpi.tx);
-    }
-    send_slot *s = &mpi.tx[mpi.ntx];
-    s->ready = MPI_REQUEST_NULL;
+    send_slot *s = new_send_slot();
     s->b = *b;
     s->what = SENT_FRAMES;
     check(MPI_Isend(s->b.buf + s->b.off, (int)len, MPI_BYTE, dest, TAG, mpi.comm, &s->req),
           "MPI_Isend", dest);
-    mpi.ntx++;
     *b = mpi.npool ? mpi.pool[--mpi.npool] : (etc_wire_buf){0};
     b->off = b->len = b->last = 0; /* (a pooled buffer's frames were sent: F5) */
 }
@@ -301,20 +309,6 @@ static etc_wire_buf copy_buffer(size_t n)
     if (mpi.ncopies) /* none big enough: grow the last one */
         etc_wire_free(&mpi.copies[--mpi.ncopies]);
     return (etc_wire_buf){.buf = etc_xmalloc(n), .cap = n};
-}
-
-/* A request to test in reap_sends: a slot of mpi.tx. */
-static send_slot *new_send_slot(void)
-{
-    if (mpi.ntx == mpi.tx_cap) {
-        mpi.tx_cap = mpi.tx_cap ? 2 * mpi.tx_cap : 16;
-        mpi.tx = etc_xrealloc(mpi.tx, (size_t)mpi.tx_cap * sizeof *mpi.tx);
-    }
-    send_slot *s = &mpi.tx[mpi.ntx++];
-    s->ready = MPI_REQUEST_NULL;
-    s->b = (etc_wire_buf){0};
-    s->what = SENT_SIGNAL;
-    return s;
 }
 
 static char no_bytes[1]; /* the buffer of "ready", which has none */
@@ -613,9 +607,7 @@ void etc_net_wait(double seconds)
         double s = mpi.puts_moving ? SLEEP_MIN : step; /* P10: the receiver may need us */
         if (end >= 0 && end - now < s)
             s = end - now;
-        sleep_for(s);
-        if (mpi.puts_moving)
-            continue;
+        sleep_for(s); /* (under a copy being taken the step grows unused: its end resets it) */
         step *= mpi.sleep_growth;
         if (step > mpi.sleep_max)
             step = mpi.sleep_max;
