@@ -16,6 +16,9 @@ class Options:
 
     macros: tuple[str, ...] = ()  # "-DNAME", "-DNAME=VALUE" or "-UNAME", in order
     include_dirs: tuple[str, ...] = ()
+    # what the target's compiler searches besides a plain cc (mpicc: MPI's headers),
+    # searched after include_dirs as system headers, as that compiler does
+    system_dirs: tuple[str, ...] = ()
 
     @classmethod
     def of(cls, defines: list[str] | None = None, undefines: list[str] | None = None,
@@ -25,4 +28,5 @@ class Options:
         return cls(tuple(macros), tuple(include_dirs or []))
 
     def cpp_args(self) -> list[str]:
-        return [*self.macros, *(f"-I{d}" for d in self.include_dirs)]
+        return [*self.macros, *(f"-I{d}" for d in self.include_dirs),
+                *(a for d in self.system_dirs for a in ("-isystem", d))]

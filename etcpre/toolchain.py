@@ -17,6 +17,7 @@ import os
 import re
 import shlex
 import shutil
+import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
@@ -112,6 +113,35 @@ def target(name: str) -> Target:
 def c_compiler(name: str) -> list[str]:
     """The C compiler command etcc compiles and links a target's programs with."""
     return shlex.split(target(name).compiler_command() or os.environ.get("CC") or "cc")
+
+
+def _search_dirs(cc: list[str]) -> list[str]:
+    """The directories `cc` searches for #include <...>, in its order (as it prints
+    them with -v), or none when it cannot say."""
+    try:
+        proc = subprocess.run([*cc, "-E", "-Wp,-v", "-x", "c", os.devnull, "-o", os.devnull],
+                              capture_output=True, text=True, timeout=30, check=False)
+    except (OSError, subprocess.SubprocessError):
+        return []
+    dirs, inside = [], False
+    for line in proc.stderr.splitlines():
+        if line.startswith("#include <...> search starts here"):
+            inside = True
+        elif line.startswith("End of search list"):
+            break
+        elif inside and line.startswith(" "):
+            dirs.append(os.path.normpath(line.strip().removesuffix(" (framework directory)")))
+    return dirs
+
+
+def target_include_dirs(name: str) -> list[str]:
+    """What a target's own compiler adds to a plain C compiler's header search: the
+    translator must see a program's headers as that compiler will (mpi: <mpi.h>
+    through mpicc)."""
+    if target(name).compiler_command() is None:
+        return []
+    plain = set(_search_dirs(shlex.split(os.environ.get("CC") or "cc")))
+    return [d for d in _search_dirs(c_compiler(name)) if d not in plain]
 
 
 # ETC_RUNTIME: which build of the runtime etcc links (-fsanitize always takes the

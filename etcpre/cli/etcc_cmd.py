@@ -244,6 +244,7 @@ class Driver:
         if not self.cc:
             raise UsageError("$CC is blank: it names no compiler")
         self.sanitize = any(f.startswith("-fsanitize=") for f in o.cc_flags)
+        self.target_dirs: tuple[str, ...] | None = None
 
     def say(self, cmd: list[str]) -> None:
         if self.o.verbose:
@@ -266,9 +267,16 @@ class Driver:
                              "write; rename one of them\n")
             return None
         self.say(["etcpre", *self.o.cpp, tc, "-o", str(out)])
-        options = TranslateOptions(tuple(self.o.macros), tuple(self.o.includes))
+        options = TranslateOptions(tuple(self.o.macros), tuple(self.o.includes),
+                                   self.system_dirs())
         translation = translate_file(tc, options, out)
         return (out, translation) if translation is not None else None
+
+    def system_dirs(self) -> tuple[str, ...]:
+        """The target compiler's own header directories (asked once per etcc)."""
+        if self.target_dirs is None:
+            self.target_dirs = tuple(toolchain.target_include_dirs(self.o.target))
+        return self.target_dirs
 
     def cflags(self) -> list[str]:
         flags = ["-std=gnu11", f"-I{toolchain.include_dir()}", "-fno-pie", *self.o.cpp]

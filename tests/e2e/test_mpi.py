@@ -200,6 +200,44 @@ def test_a_block_waiting_for_a_long_thread_leaves_its_sender_idle(build: Builder
     assert share and float(share[1]) < 10, proc.stdout
 
 
+def test_a_program_may_call_mpi_itself(build: Builder, tmp_path: Path) -> None:
+    # mpicc finds <mpi.h>: the translator must see the program's headers as mpicc
+    # does, not reject the file where cc would not
+    src = tmp_path / "own_mpi.tc"
+    src.write_text(OWN_MPI)
+    proc = run(build(src, target="mpi"), nodes=2, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert sorted(proc.stdout.splitlines()) == ["node 0 is rank 0 of 2",
+                                                "node 1 is rank 1 of 2"], proc.stdout
+
+
+OWN_MPI = """#include <stdio.h>
+#include <mpi.h>
+
+THREADED tell(SPTR done)
+{
+    int rank = -1, size = -1;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    printf("node %d is rank %d of %d\\n", NODE_ID, rank, size);
+    RSYNC(done);
+    END_FUNCTION();
+}
+
+THREADED MAIN(int argc, char **argv)
+{
+    SLOT SYNC_SLOTS[1];
+    int i;
+    INIT_SYNC(0, NUM_NODES, NUM_NODES, 1);
+    for (i = 0; i < NUM_NODES; i++)
+        INVOKE(i, tell, SLOT_ADR(0));
+    END_THREAD();
+THREAD_1:
+    RETURN();
+}
+"""
+
+
 PUT_TO_BUSY = """#include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
