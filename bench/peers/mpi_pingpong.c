@@ -3,9 +3,6 @@
  *   mpi_pingpong pingpong COUNT BYTES   mean round trip of COUNT ping-pongs (ns), then
  *                                       that of the median batch of BATCH (as
  *                                       bench/ops/ops.tc's TEST_batches)
- *   mpi_pingpong polled COUNT BYTES     both with the calls a runtime that computes
- *                                       between messages must use: a receive posted
- *                                       ahead (any source), MPI_Isend, MPI_Test polls
  *   mpi_pingpong stream COUNT BYTES     rank 1 MPI_Sends COUNT blocks to rank 0 (MB/s)
  * Rank 0 prints the figure. */
 #include <mpi.h>
@@ -31,28 +28,6 @@ static double median_batch(double *at, long n)
     return at[n / 2] * 1e9 / BATCH;
 }
 
-static void test_until_done(MPI_Request *req)
-{
-    for (int done = 0; !done;)
-        MPI_Test(req, &done, MPI_STATUS_IGNORE);
-}
-
-/* One round trip as etc's mpi layer makes it (protocols.md P2): the receiver
- * answers before it posts its next receive. */
-static void polled_round(int me, char *in, char *out, int bytes, MPI_Request *recv)
-{
-    MPI_Request send;
-    if (me == 0) {
-        MPI_Isend(out, bytes, MPI_BYTE, 1, 0, MPI_COMM_WORLD, &send);
-        test_until_done(recv);
-    } else {
-        test_until_done(recv);
-        MPI_Isend(out, bytes, MPI_BYTE, 0, 0, MPI_COMM_WORLD, &send);
-    }
-    MPI_Irecv(in, bytes, MPI_BYTE, MPI_ANY_SOURCE, 0, MPI_COMM_WORLD, recv);
-    test_until_done(&send);
-}
-
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
@@ -62,34 +37,28 @@ int main(int argc, char **argv)
     if (argc != 4 || n != 2) {
         if (me == 0)
             fprintf(stderr,
-                    "usage: mpirun -n 2 mpi_pingpong pingpong|polled|stream COUNT BYTES\n");
+                    "usage: mpirun -n 2 mpi_pingpong pingpong|stream COUNT BYTES\n");
         MPI_Finalize();
         return 2;
     }
     long count = atol(argv[2]);
     size_t bytes = (size_t)atol(argv[3]);
-    char *buf = malloc(bytes ? bytes : 1), *in = malloc(bytes ? bytes : 1);
+    char *buf = malloc(bytes ? bytes : 1);
     double *batch_at = malloc((size_t)(count / BATCH + 1) * sizeof *batch_at);
     long batches = 0;
-    if (!buf || !in || !batch_at) {
+    if (!buf || !batch_at) {
         fprintf(stderr, "mpi_pingpong: out of memory\n");
         MPI_Abort(MPI_COMM_WORLD, 1);
     }
     memset(buf, 1, bytes);
-    int polled = strcmp(argv[1], "polled") == 0;
-    int ping = polled || strcmp(argv[1], "pingpong") == 0;
-    MPI_Request recv = MPI_REQUEST_NULL;
-    if (polled)
-        MPI_Irecv(in, (int)bytes, MPI_BYTE, MPI_ANY_SOURCE, 0, MPI_COMM_WORLD, &recv);
+    int ping = strcmp(argv[1], "pingpong") == 0;
     for (int round = 0; round < 2; round++) { /* a warm-up round, then the measured one */
         MPI_Barrier(MPI_COMM_WORLD);
         double t0 = MPI_Wtime();
         batches = 0;
         batch_at[batches++] = t0;
         for (long i = 0; i < count; i++) {
-            if (polled) {
-                polled_round(me, in, buf, (int)bytes, &recv);
-            } else if (ping) {
+            if (ping) {
                 if (me == 0) {
                     MPI_Send(buf, (int)bytes, MPI_BYTE, 1, 0, MPI_COMM_WORLD);
                     MPI_Recv(buf, (int)bytes, MPI_BYTE, 1, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
@@ -113,12 +82,7 @@ int main(int argc, char **argv)
         else if (round == 1 && me == 0)
             printf("%.1f\n", ping ? s / (double)count * 1e9 : (double)count * (double)bytes / s / 1e6);
     }
-    if (polled) {
-        MPI_Cancel(&recv);
-        MPI_Wait(&recv, MPI_STATUS_IGNORE);
-    }
     free(batch_at);
-    free(in);
     free(buf);
     MPI_Finalize();
     return 0;
