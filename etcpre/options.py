@@ -11,13 +11,14 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True)
 class Options:
-    """-D/-U/-I as given on the command line, so that the translator sees the file as
-    the C compiler will (cc applies -D and -U in command-line order)."""
+    """-D/-U/-I as given on the command line, and the target compiler's own header
+    directories, so that the translator sees the file as the C compiler will (cc
+    applies -D and -U in command-line order)."""
 
     macros: tuple[str, ...] = ()  # "-DNAME", "-DNAME=VALUE" or "-UNAME", in order
     include_dirs: tuple[str, ...] = ()
     # what the target's compiler searches besides a plain cc (mpicc: MPI's headers),
-    # searched after include_dirs as system headers, as that compiler does
+    # as system headers (-isystem: after the -I directories)
     system_dirs: tuple[str, ...] = ()
 
     @classmethod

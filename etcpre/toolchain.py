@@ -118,9 +118,12 @@ def c_compiler(name: str) -> list[str]:
 def _search_dirs(cc: list[str]) -> list[str]:
     """The directories `cc` searches for #include <...>, in its order (as it prints
     them with -v), or none when it cannot say."""
-    try:
+    if not cc:
+        return []
+    try:  # (the C locale: the list's first and last lines are matched as gcc prints them)
         proc = subprocess.run([*cc, "-E", "-Wp,-v", "-x", "c", os.devnull, "-o", os.devnull],
-                              capture_output=True, text=True, timeout=30, check=False)
+                              capture_output=True, text=True, timeout=30, check=False,
+                              env={**os.environ, "LC_ALL": "C"})
     except (OSError, subprocess.SubprocessError):
         return []
     dirs, inside = [], False
@@ -140,8 +143,13 @@ def target_include_dirs(name: str) -> list[str]:
     through mpicc)."""
     if target(name).compiler_command() is None:
         return []
-    plain = set(_search_dirs(shlex.split(os.environ.get("CC") or "cc")))
-    return [d for d in _search_dirs(c_compiler(name)) if d not in plain]
+    try:
+        plain = _search_dirs(shlex.split(os.environ.get("CC") or "cc"))
+    except ValueError:  # a $CC that is no command line: etcc says so where it uses $CC
+        plain = []
+    # (a plain compiler that cannot say: all of the target compiler's, which is what
+    # that compiler searches)
+    return [d for d in _search_dirs(c_compiler(name)) if d not in set(plain)]
 
 
 # ETC_RUNTIME: which build of the runtime etcc links (-fsanitize always takes the

@@ -266,9 +266,10 @@ class Driver:
             sys.stderr.write(f"etcc: error: -keep would overwrite {out}, which etcpre did not "
                              "write; rename one of them\n")
             return None
-        self.say(["etcpre", *self.o.cpp, tc, "-o", str(out)])
         options = TranslateOptions(tuple(self.o.macros), tuple(self.o.includes),
                                    self.system_dirs())
+        self.say(["etcpre", *self.o.cpp, *(a for d in options.system_dirs
+                                           for a in ("-isystem", d)), tc, "-o", str(out)])
         translation = translate_file(tc, options, out)
         return (out, translation) if translation is not None else None
 

@@ -36,6 +36,8 @@ def _arg_parser() -> argparse.ArgumentParser:
     ap.add_argument("-U", dest="macros", action="append", default=[], metavar="NAME",
                     type=lambda v: f"-U{v}")
     ap.add_argument("-I", dest="includes", action="append", default=[], metavar="DIR")
+    ap.add_argument("-isystem", dest="system_dirs", action="append", default=[],
+                    metavar="DIR", help="a system header directory, searched after -I's")
     return ap
 
 
@@ -43,7 +45,7 @@ def _body(argv: list[str], leaving: bool = False) -> int:
     opts = _arg_parser().parse_args(argv)
     if opts.syntax_tree:
         return _syntax_tree(opts.file)
-    options = Options(tuple(opts.macros), tuple(opts.includes))
+    options = Options(tuple(opts.macros), tuple(opts.includes), tuple(opts.system_dirs))
     output = opts.output if opts.output and opts.output != "-" else None
     translation = translate_file(opts.file, options, output)
     rc = 0 if translation is not None else 1

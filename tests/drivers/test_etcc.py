@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from etcpre import toolchain
+
 from support import ROOT, SAMPLES, etcc, etcrun
 
 HEADER = """#ifndef WORK_H
@@ -343,3 +345,30 @@ def test_files_that_disagree_on_a_threaded_function_do_not_link(tmp_path: Path) 
     proc = etcc("main.tc", "-o", "prog", cwd=tmp_path)
     assert proc.stderr == "etcc: error: threaded function 'scale' is started, but no file " \
                           "defines it\n"
+
+
+def _fake_compiler(path: Path, dirs: list[str]) -> str:
+    """A compiler that prints its header search list as gcc and clang do with -v."""
+    listing = "".join(f" {d}\n" for d in dirs)
+    path.write_text("#!/bin/sh\ncat >&2 <<'END'\n#include \"...\" search starts here:\n"
+                    f"#include <...> search starts here:\n{listing}End of search list.\nEND\n")
+    path.chmod(0o755)
+    return str(path)
+
+
+def test_the_target_compilers_own_header_directories(tmp_path: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    # the translator searches what mpicc adds to cc's list, in mpicc's order
+    common = ["/usr/local/include", "/usr/include"]
+    mpi_dirs = ["/opt/mpi/include", "/opt/mpi/include/more"]
+    monkeypatch.setenv("CC", _fake_compiler(tmp_path / "cc", common))
+    monkeypatch.setenv("ETC_MPICC", _fake_compiler(tmp_path / "mpicc", [*mpi_dirs, *common]))
+    assert toolchain.target_include_dirs("mpi") == mpi_dirs
+    assert toolchain.target_include_dirs("smp") == []  # (cc's own: libclang has them)
+    # a plain compiler that cannot say: all of mpicc's
+    monkeypatch.setenv("CC", str(tmp_path / "absent-cc"))
+    assert toolchain.target_include_dirs("mpi") == [*mpi_dirs, *common]
+    # a target compiler that cannot say: nothing more (the translator then reports
+    # the missing header at its #include)
+    monkeypatch.setenv("ETC_MPICC", str(tmp_path / "absent-mpicc"))
+    assert toolchain.target_include_dirs("mpi") == []

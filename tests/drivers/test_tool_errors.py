@@ -87,6 +87,21 @@ def test_etcpre_writes_to_standard_output_with_dash_o_dash() -> None:
     assert not Path("-").exists()
 
 
+def test_etcpre_takes_system_header_directories(tmp_path: Path) -> None:
+    # as etcc passes a target compiler's own (`etcc -v` shows them: mpicc's <mpi.h>)
+    (tmp_path / "sys").mkdir()
+    (tmp_path / "sys" / "sysonly.h").write_text("#define SYSONLY 42\n")
+    src = tmp_path / "p.tc"
+    src.write_text("#include <sysonly.h>\nint answer = SYSONLY;\n"
+                   "THREADED MAIN(void)\n{\n    RETURN();\n}\n")
+    proc = tool("etcpre", str(src), "-o", "-")
+    assert proc.returncode == 1
+    assert f"{src}:1:10: error: 'sysonly.h' file not found" in proc.stderr
+    proc = tool("etcpre", "-isystem", str(tmp_path / "sys"), str(src), "-o", "-")
+    assert proc.returncode == 0, proc.stderr
+    assert "int answer = SYSONLY;" in proc.stdout  # (C keeps the macro for cc)
+
+
 @pytest.mark.parametrize("args", [[FIB, "-o", "-"], [FIB], ["--version"], ["--help"]])
 def test_etcpre_on_a_full_disk(args: list[str]) -> None:
     with open("/dev/full", "w") as full:
