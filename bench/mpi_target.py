@@ -265,8 +265,9 @@ def bench(quick: bool) -> Section:
         [f"sync round trip (µs) vs MPI ping-pong (MPI_Send, MPI_Recv) of "
          f"{SYNC_FRAME_BYTES} bytes, in turn in one run", ns(in_run, 0) / 1e3,
          ns(in_run, 1) / 1e3, r_rtt],
-        ["sync round trip (µs) vs the same ping-pong polled (a receive from any source "
-         "posted ahead, MPI_Isend, MPI_Test), in turn in one run", ns(in_run, 0) / 1e3,
+        ["sync round trip (µs) vs the same ping-pong polled (two receives from any "
+         "source posted ahead, each posted again after the next MPI_Isend; MPI_Test), in "
+         "turn in one run", ns(in_run, 0) / 1e3,
          ns(in_run, 2) / 1e3, r_polled],
         ["sync round trip (µs) vs a separate MPI program's ping-pong, runs alternated, "
          "median batch of 20,000", us(rtt, 1), us(raw_rtt, 1), r_separate],
