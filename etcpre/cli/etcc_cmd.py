@@ -41,6 +41,7 @@ files are compiled with etc.h (NODE_ID, NUM_NODES, POLL(), etc_time(), ...).
   -g                 the checking build: debug information, and misuse (slot out of
                      range, remote dereference, frame used after END_FUNCTION,
                      over-signalled slot) reported as etc: error: with the .tc line
+  -g0                the plain build again (as cc's: the last -g option counts)
   -Dname[=v] -Uname  define / undefine a macro (for etcpre and cc)
   -Idir              add an include directory (for etcpre and cc)
   -Ldir -llib        library directory / library (passed to the linker)
@@ -136,7 +137,7 @@ def parse(argv: list[str]) -> Options:
         elif a in ("-trace", "--trace"):
             o.trace, i = True, i + 1
         elif a == "-g" or (a.startswith("-g") and a[2:].isdigit()):
-            o.check = True
+            o.check = a != "-g0"  # as cc's -g0 takes back an earlier -g
             o.cc_flags.append(a)
             i += 1
         elif a.startswith("-O"):

@@ -126,6 +126,20 @@ def test_lb_prof_and_g_are_recorded_in_the_program(tmp_path: Path) -> None:
     assert "balancer nop" in run.stderr  # the profile names the link-time balancer
 
 
+@pytest.mark.parametrize(("flags", "check"), [
+    (["-g"], True), (["-g2"], True), (["-g0"], False), (["-g", "-g0"], False),
+    (["-g0", "-g3"], True),
+])
+def test_the_last_g_option_chooses_the_build(tmp_path: Path, flags: list[str],
+                                             check: bool) -> None:
+    # cc's rule: -g0 takes back an earlier -g (a profile run built with -O2 -g0
+    # must not measure the checking build)
+    out = tmp_path / "h"
+    proc = etcc(*flags, str(SAMPLES / "hello.tc"), "-o", str(out))
+    assert proc.returncode == 0, proc.stderr
+    assert (b"check=1" if check else b"check=0") in out.read_bytes()
+
+
 @pytest.mark.parametrize(("args", "message"), [
     (["-target", "pvm"], "unknown target 'pvm'"),
     (["-lb", "fastest"], "unknown load balancer 'fastest'"),
