@@ -67,10 +67,13 @@ void etc_coalesce_init(etc_coalesce *c, int n, size_t flush_at, size_t max_body,
                        etc_wire_writer write, void *ctx)
 {
     c->out = calloc((size_t)n, sizeof *c->out);
-    if (!c->out)
+    c->dirty = calloc((size_t)n, sizeof *c->dirty);
+    c->listed = calloc((size_t)n, sizeof *c->listed);
+    if (!c->out || !c->dirty || !c->listed)
         etc_die("out of memory");
     c->n = n;
     c->pending = 0;
+    c->ndirty = 0;
     c->flush_at = flush_at;
     c->max_body = max_body;
     c->write = write;
@@ -83,7 +86,7 @@ void etc_coalesce_put(etc_coalesce *c, int dest, int type, int flags, const etc_
 {
     ETC_ASSERT(dest >= 0 && dest < c->n);
     etc_wire_put_frame(&c->out[dest], type, flags, pc, npc, len);
-    c->pending = 1;
+    etc_coalesce_mark(c, dest);
 }
 
 static void put_fragment(void *ctx, int dest, int type, int flags, const etc_piece *pc, int npc,
@@ -124,12 +127,20 @@ void etc_coalesce_flush_all(etc_coalesce *c)
 {
     if (!c->pending)
         return;
-    int left = 0;
-    for (int d = 0; d < c->n; d++) {
+    /* (a writer may add to the list as it runs: ndirty is read each time, and
+     * what is kept moves only to places already visited) */
+    int keep = 0;
+    for (int i = 0; i < c->ndirty; i++) {
+        int d = c->dirty[i];
+        ETC_ASSERT(d >= 0 && d < c->n && c->listed[d]);
         etc_coalesce_flush(c, d);
-        left |= etc_wire_pending(&c->out[d]) != 0;
+        if (etc_wire_pending(&c->out[d]))
+            c->dirty[keep++] = d;
+        else
+            c->listed[d] = 0;
     }
-    c->pending = left;
+    c->ndirty = keep;
+    c->pending = keep != 0;
 }
 
 void etc_coalesce_drop(etc_coalesce *c, int dest)

@@ -86,7 +86,11 @@ typedef void (*etc_wire_taker)(void *ctx, int dest, etc_wire_buf *b);
 typedef struct etc_coalesce {
     etc_wire_buf *out; /* per destination */
     int n;
-    int pending;       /* some destination may have bytes waiting */
+    int pending;       /* some destination may have bytes waiting: ndirty > 0 */
+    /* F2: the destinations that may have bytes waiting, each listed once, so
+     * that a flush visits those and not every node of the run */
+    int *dirty, ndirty;
+    unsigned char *listed; /* per destination: it is in dirty */
     size_t flush_at;   /* etc_coalesce_send writes a buffer once this much waits */
     size_t max_body;   /* bodies above this are fragmented (frag.h) */
     etc_wire_writer write;
@@ -96,6 +100,17 @@ typedef struct etc_coalesce {
 
 void etc_coalesce_init(etc_coalesce *c, int n, size_t flush_at, size_t max_body,
                        etc_wire_writer write, void *ctx);
+
+/* dest has bytes waiting in its buffer (a layer that puts bytes there itself
+ * says so): the next flush_all visits it. */
+static inline void etc_coalesce_mark(etc_coalesce *c, int dest)
+{
+    if (!c->listed[dest]) {
+        c->listed[dest] = 1;
+        c->dirty[c->ndirty++] = dest;
+    }
+    c->pending = 1;
+}
 /* Appends one frame of the layer's own (flags as given, never fragmented). */
 void etc_coalesce_put(etc_coalesce *c, int dest, int type, int flags, const etc_piece *pc,
                       int npc, size_t len);
@@ -129,7 +144,7 @@ static inline void etc_coalesce_send(etc_coalesce *c, int dest, int type, const 
     etc_copy_small(p + sizeof h, a, alen);
     etc_copy_small(p + sizeof h + alen, b, blen);
     w->len += sizeof h + len;
-    c->pending = 1;
+    etc_coalesce_mark(c, dest);
     if (w->len - w->off >= c->flush_at)
         etc_coalesce_flush(c, dest);
 }
@@ -170,8 +185,28 @@ static inline int etc_coalesce_extend(etc_coalesce *c, int dest, int type, const
     return 1;
 }
 
-/* The same for every destination; clears `pending` once nothing waits. */
+/* The same for every destination with bytes waiting; clears `pending` once
+ * nothing waits. */
 void etc_coalesce_flush_all(etc_coalesce *c);
+
+/* etc_coalesce_flush_all for a layer that takes whole buffers, with its taker
+ * named here so that it is compiled in: this runs between a message and its
+ * answer (mpi). A taker sends nothing itself, so the list empties. */
+static inline void etc_coalesce_take_all(etc_coalesce *c, etc_wire_taker take)
+{
+    if (!c->pending)
+        return;
+    for (int i = 0; i < c->ndirty; i++) {
+        int d = c->dirty[i];
+        etc_wire_buf *b = &c->out[d];
+        if (etc_wire_pending(b))
+            take(c->ctx, d, b);
+        b->last = 0; /* what it took is the sender's now (F5) */
+        c->listed[d] = 0;
+    }
+    c->ndirty = 0;
+    c->pending = 0;
+}
 /* Forgets what waits for dest (it is gone, and that is expected). */
 void etc_coalesce_drop(etc_coalesce *c, int dest);
 

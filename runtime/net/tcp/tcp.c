@@ -433,7 +433,7 @@ static void keep_rest(int dest, const struct iovec *iov, int niov, size_t done)
         w->len += iov[i].iov_len - skip;
     }
     tcp.peers[dest].retry_at = etc_wire_pending(w) + FLUSH_AT;
-    tcp.out.pending = 1;
+    etc_coalesce_mark(&tcp.out, dest);
 }
 
 /* T5: big bytes (a block, a big message) are written from where they are when
@@ -1352,7 +1352,7 @@ static void inject_fault(void)
         memcpy(b->buf + b->len, &ph, sizeof ph);
         b->len += sizeof ph;
     }
-    tcp.out.pending = 1;
+    etc_coalesce_mark(&tcp.out, 0);
 }
 
 void etc_net_start(int want, int *node_id, int *num_nodes)
