@@ -84,8 +84,8 @@ ETC_NET_LAYER("mpi");
 #define MAX_MESSAGE (256u << 10) /* P1: the largest frame body; bigger are fragmented */
 #define FLUSH_AT (64u << 10)     /* F2: hand a destination's buffer over at this size */
 /* P1: the most a buffer can hold when handed over: just under FLUSH_AT, then
- * one more frame of the largest body */
-#define CHUNK (FLUSH_AT + MAX_MESSAGE + sizeof(etc_wire_hdr))
+ * one more frame of the largest body, and the empty frame that ends it */
+#define CHUNK (FLUSH_AT + MAX_MESSAGE + 2 * sizeof(etc_wire_hdr))
 #define RECVS 8                  /* P2: receives kept posted */
 #define POOL 16                  /* spare send buffers kept */
 #define NET_BYE 0xFFFFu          /* P5: "I am done": nothing more comes from me */
@@ -185,36 +185,47 @@ static void bad_frame(int k, const char *why)
 
 /* ---------------------------------------------------------------- sending */
 
-/* A request to test in reap_sends: a slot of mpi.tx. */
-static send_slot *new_send_slot(void)
+static __attribute__((noinline)) void grow_send_slots(void)
 {
-    if (mpi.ntx == mpi.tx_cap) {
-        mpi.tx_cap = mpi.tx_cap ? 2 * mpi.tx_cap : 16;
-        mpi.tx = etc_xrealloc(mpi.tx, (size_t)mpi.tx_cap * sizeof *mpi.tx);
-    }
+    mpi.tx_cap = mpi.tx_cap ? 2 * mpi.tx_cap : 16;
+    mpi.tx = etc_xrealloc(mpi.tx, (size_t)mpi.tx_cap * sizeof *mpi.tx);
+}
+
+/* A request to test in reap_sends: a slot of mpi.tx, holding `what`. */
+static inline send_slot *new_send_slot(sent_what what)
+{
+    if (mpi.ntx == mpi.tx_cap)
+        grow_send_slots();
     send_slot *s = &mpi.tx[mpi.ntx++];
     s->ready = MPI_REQUEST_NULL;
-    s->b = (etc_wire_buf){0};
-    s->what = SENT_SIGNAL;
+    s->what = what;
     return s;
 }
 
-/* The coalescing buffers' taker (F2, P1): dest's buffer goes to MPI_Isend as
- * it is; an empty one from the pool takes its place. */
-static void take_buffer(void *ctx, int dest, etc_wire_buf *b)
+/* The coalescing buffers' taker (F2, P1): dest's buffer, ended by an empty
+ * frame, goes to MPI_Isend as it is; an empty one from the pool takes its
+ * place. (It runs between a message and its answer: every instruction here is
+ * in a round trip's time.) */
+static inline void take_buffer(void *ctx, int dest, etc_wire_buf *b)
 {
     (void)ctx;
+    if (b->cap - b->len < sizeof(etc_wire_hdr))
+        etc_wire_reserve(b, sizeof(etc_wire_hdr));
+    memset(b->buf + b->len, 0, sizeof(etc_wire_hdr));
+    b->len += sizeof(etc_wire_hdr);
     size_t len = etc_wire_pending(b);
     if (len > CHUNK)
         etc_fatal("internal error: a send buffer of %zu bytes for node %d (at most %zu)", len,
                   dest, (size_t)CHUNK);
-    send_slot *s = new_send_slot();
+    send_slot *s = new_send_slot(SENT_FRAMES);
     s->b = *b;
-    s->what = SENT_FRAMES;
-    check(MPI_Isend(s->b.buf + s->b.off, (int)len, MPI_BYTE, dest, TAG, mpi.comm, &s->req),
+    check(MPI_Isend(b->buf + b->off, (int)len, MPI_BYTE, dest, TAG, mpi.comm, &s->req),
           "MPI_Isend", dest);
-    *b = mpi.npool ? mpi.pool[--mpi.npool] : (etc_wire_buf){0};
-    b->off = b->len = b->last = 0; /* (a pooled buffer's frames were sent: F5) */
+    if (mpi.npool) {
+        *b = mpi.pool[--mpi.npool]; /* (emptied when it came back: F5) */
+    } else {
+        *b = (etc_wire_buf){0};
+    }
 }
 
 /* Completed sends give their buffers back (a block's copy once its "ready" has
@@ -243,7 +254,7 @@ static int reap_sends(void)
             else
                 etc_wire_free(&b);
         } else if (mpi.npool < POOL && b.cap <= 2 * CHUNK) {
-            b.off = b.len = 0;
+            b.off = b.len = b.last = 0;
             mpi.pool[mpi.npool++] = b;
         } else {
             etc_wire_free(&b);
@@ -256,7 +267,7 @@ static int reap_sends(void)
 
 static void flush_all(void)
 {
-    etc_coalesce_flush_all(&mpi.out);
+    etc_coalesce_take_all(&mpi.out, take_buffer);
 }
 
 void etc_net_send(int dest, int type, const void *a, size_t alen, const void *b, size_t blen)
@@ -358,10 +369,9 @@ int etc_net_put(int dest, void *remote_dst, const void *src, size_t n, int type,
         }
         return 0;
     }
-    send_slot *s = new_send_slot();
+    send_slot *s = new_send_slot(SENT_COPY);
     s->ready = ready; /* it comes when the receiver gets to the header */
     s->b = copy_buffer(n);
-    s->what = SENT_COPY;
     memcpy(s->b.buf, src, n);
     check(MPI_Isend(s->b.buf, (int)n, MPI_BYTE, dest, tag, mpi.comm, &s->req), "MPI_Isend",
           dest);
@@ -431,8 +441,9 @@ static void receive_put(int k, const put_hdr *h)
     check(MPI_Irecv(scratch ? scratch : (void *)(uintptr_t)h->dst, (int)h->n, MPI_BYTE, k,
                     h->tag, mpi.comm, &req),
           "MPI_Irecv of a block", k);
-    check(MPI_Isend(no_bytes, 0, MPI_BYTE, k, h->tag + mpi.tag_span, mpi.comm,
-                    &new_send_slot()->req),
+    send_slot *said = new_send_slot(SENT_SIGNAL);
+    said->b = (etc_wire_buf){0};
+    check(MPI_Isend(no_bytes, 0, MPI_BYTE, k, h->tag + mpi.tag_span, mpi.comm, &said->req),
           "MPI_Isend of a ready", k);
     int done = 0;
     MPI_Status st;
@@ -450,17 +461,32 @@ static void receive_put(int k, const put_hdr *h)
         bad_frame(k, "a block shorter than its header says");
 }
 
-/* Delivers every frame of one received buffer from node k. */
-static int deliver_buffer(int k, unsigned char *buf, size_t len)
+/* Delivers every frame of one received buffer from node k, up to the empty
+ * frame that ends it (P1); `st` is its receive's status. The whole message
+ * comes first: it is the frame of every round trip. */
+static int deliver_buffer(int k, const unsigned char *buf, const MPI_Status *st)
 {
-    etc_wire_buf in = {.buf = buf, .len = len, .cap = len};
-    etc_wire_hdr h;
-    const unsigned char *body;
-    int count = 0, r;
     etc_frag_in *fr = &mpi.frag[k];
-    while ((r = etc_wire_next(&in, MAX_MESSAGE, &h, &body)) != 0) {
-        if (r < 0)
+    size_t off = 0;
+    int count = 0;
+    for (;;) {
+        etc_wire_hdr h;
+        if (CHUNK - off < sizeof h)
+            bad_frame(k, "no end"); /* (within CHUNK: the sender is broken) */
+        memcpy(&h, buf + off, sizeof h);
+        const unsigned char *body = buf + off + sizeof h;
+        if (h.len > MAX_MESSAGE)
             bad_frame(k, "oversized");
+        off += sizeof h + h.len;
+        if (off > CHUNK)
+            bad_frame(k, "no end");
+        if (h.type - 1u < ETC_NET_TYPES - 1u && !h.flags && !fr->buf && !mpi.finishing) {
+            etc_deliver(k, h.type, body, h.len);
+            count++;
+            continue;
+        }
+        if (h.type == 0 && h.len == 0 && !h.flags)
+            break;
         if (h.type == NET_BYE && h.len == 0) {
             if (!mpi.bye[k]) {
                 mpi.bye[k] = 1;
@@ -488,18 +514,18 @@ static int deliver_buffer(int k, unsigned char *buf, size_t len)
             bad_frame(k, "unknown type");
         if (mpi.finishing)
             continue; /* N7 */
-        if (!h.flags && !fr->buf) { /* a whole message, not inside a fragmented one */
-            etc_deliver(k, h.type, body, h.len);
-            count++;
-            continue;
-        }
         int got = etc_frag_receive(fr, NULL, k, h.type, h.flags, body, h.len);
         if (got < 0)
             bad_frame(k, "a fragment out of sequence");
         count += got;
     }
-    if (etc_wire_pending(&in))
-        bad_frame(k, "truncated"); /* P1: a buffer holds whole frames */
+#ifdef ETC_DEBUG
+    int len = 0;
+    MPI_Get_count(st, MPI_BYTE, &len);
+    ETC_ASSERT((size_t)len == off); /* the end frame is the buffer's end */
+#else
+    (void)st;
+#endif
     return count;
 }
 
@@ -512,15 +538,13 @@ static int drain(int busy)
     int count = 0;
     while ((busy || !count) && head_done()) {
         recv_slot *r = &mpi.rx[mpi.rx_head];
-        int len = 0;
-        MPI_Get_count(&r->st, MPI_BYTE, &len);
         int src = r->st.MPI_SOURCE;
-        if (src < 0 || src >= mpi.n || src == mpi.me || len < 0)
+        if (src < 0 || src >= mpi.n || src == mpi.me)
             etc_fatal("a message from an unexpected source (%d)", src);
         /* first: a handler may poll (which returns at once, N5) or wait */
-        mpi.rx_head = (mpi.rx_head + 1) % RECVS;
+        mpi.rx_head = mpi.rx_head == RECVS - 1 ? 0 : mpi.rx_head + 1;
         mpi.rx_unposted++;
-        count += deliver_buffer(src, r->buf, (size_t)len);
+        count += deliver_buffer(src, r->buf, &r->st);
     }
     mpi.more = !busy && count > 0;
     return count;
